@@ -1,0 +1,48 @@
+// The `tunecast` command line: one function per command, a shared argument reader, and one way
+// to report errors (one line on stderr, non-zero exit).
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tunecast/codegen/file_io.h"
+#include "tunecast/model.h"
+#include "tunecast/status.h"
+
+namespace tunecast::cli {
+
+// Flags and positionals of one command. Every option is `--name value` or `--name=value`;
+// `switches` lists options that take no value.
+class Args {
+ public:
+  Status parse(const std::vector<std::string>& argv, const std::vector<std::string>& options,
+               const std::vector<std::string>& switches);
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+  const std::vector<std::string>& positional() const { return positional_; }
+  Status get_int(const std::string& name, int fallback, int* out) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// A model file mapped and verified.
+struct LoadedModel {
+  codegen::MappedFile file;
+  Model model;
+};
+Status load_model_file(const std::string& path, LoadedModel* out);
+
+// Prints "tunecast: <message>" and returns the exit code for `status`.
+int fail(const Status& status);
+int usage_error(const char* command, const std::string& message);
+
+int cmd_inspect(const std::vector<std::string>& args);
+int cmd_import_keras(const std::vector<std::string>& args);
+int cmd_compile(const std::vector<std::string>& args);
+int cmd_predict(const std::vector<std::string>& args);
+
+}  // namespace tunecast::cli

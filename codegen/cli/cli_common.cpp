@@ -1,0 +1,100 @@
+#include <cstdlib>
+
+#include "cli.h"
+
+namespace tunecast::cli {
+
+Status Args::parse(const std::vector<std::string>& argv, const std::vector<std::string>& options,
+                   const std::vector<std::string>& switches) {
+  auto known = [](const std::vector<std::string>& list, const std::string& name) {
+    for (const std::string& s : list) {
+      if (s == name) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-' || arg == "-") {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string value;
+    bool inline_value = false;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inline_value = true;
+    }
+    if (name == "o") name = "output";
+    if (name == "h") name = "help";
+    if (known(switches, name) || name == "help") {
+      if (inline_value) {
+        return Status::error(StatusCode::kInvalidArgument, "option --%s takes no value",
+                             name.c_str());
+      }
+      values_[name] = "1";
+    } else if (known(options, name)) {
+      if (!inline_value) {
+        if (i + 1 >= argv.size()) {
+          return Status::error(StatusCode::kInvalidArgument, "option --%s needs a value",
+                               name.c_str());
+        }
+        value = argv[++i];
+      }
+      if (values_.count(name)) {
+        return Status::error(StatusCode::kInvalidArgument, "option --%s is given twice",
+                             name.c_str());
+      }
+      values_[name] = value;
+    } else {
+      return Status::error(StatusCode::kInvalidArgument, "unknown option '%s'", arg.c_str());
+    }
+  }
+  return Status::ok();
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+Status Args::get_int(const std::string& name, int fallback, int* out) const {
+  if (!has(name)) {
+    *out = fallback;
+    return Status::ok();
+  }
+  const std::string text = get(name);
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value < -1000000000L || value > 1000000000L) {
+    return Status::error(StatusCode::kInvalidArgument, "option --%s needs an integer, got '%s'",
+                         name.c_str(), text.c_str());
+  }
+  *out = static_cast<int>(value);
+  return Status::ok();
+}
+
+Status load_model_file(const std::string& path, LoadedModel* out) {
+  TUNECAST_RETURN_IF_ERROR(out->file.open(path));
+  Status status = Model::load(out->file.data(), out->file.size(), &out->model);
+  if (!status) return Status::error(status.code(), "%s: %s", path.c_str(), status.message());
+  return Status::ok();
+}
+
+int fail(const Status& status) {
+  std::fprintf(stderr, "tunecast: %s\n", status.message());
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: return 2;
+    case StatusCode::kNoValidCandidate: return 3;
+    default: return 1;
+  }
+}
+
+int usage_error(const char* command, const std::string& message) {
+  std::fprintf(stderr, "tunecast %s: %s (try tunecast %s --help)\n", command, message.c_str(),
+               command);
+  return 2;
+}
+
+}  // namespace tunecast::cli

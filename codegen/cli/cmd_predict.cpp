@@ -1,0 +1,161 @@
+// predict: one problem in, the k best valid parameter vectors out.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "cli.h"
+#include "tunecast/predict.h"
+
+namespace tunecast::cli {
+namespace {
+
+Status parse_features(const std::string& text, std::vector<float>* out) {
+  out->clear();
+  const char* p = text.c_str();
+  while (*p) {
+    while (*p == ' ' || *p == ',') ++p;
+    if (!*p) break;
+    char* end = nullptr;
+    const float v = std::strtof(p, &end);
+    if (end == p || !std::isfinite(v)) {
+      return Status::error(StatusCode::kInvalidArgument, "--features: '%s' is not a number", p);
+    }
+    out->push_back(v);
+    p = end;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmd_predict(const std::vector<std::string>& argv) {
+  Args args;
+  Status status = args.parse(argv, {"problem", "features", "beam"}, {"greedy", "no-constraints", "json"});
+  if (args.has("help")) {
+    std::printf(
+        "usage: tunecast predict MODEL.tcm (--problem FIELDS | --features VALUES)\n"
+        "                        [--greedy | --beam K] [--no-constraints] [--json]\n\n"
+        "Runs the encoder once and a constrained beam search over the decoder, printing the K\n"
+        "best parameter vectors that satisfy every constraint compiled into the model, best\n"
+        "first, with their log-probability scores.\n\n"
+        "  --problem   problem fields, e.g. \"dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1\"\n"
+        "              (pad/stride/dilation/group/layout default to 0/1/1/1/NCHW); the model's\n"
+        "              feature encoding turns them into the encoder input\n"
+        "  --features  the encoder input itself, comma-separated row-major floats (for MIOpen's\n"
+        "              KTN: the 8x8 diagonal matrix); constraints need --problem as well\n"
+        "  --greedy    beam width 1: MIOpen's constrained greedy procedure (the default)\n"
+        "  --beam K    beam width K (1..%d)\n"
+        "  --no-constraints  ignore the model's constraints\n"
+        "  --json      one JSON object\n\n"
+        "Exit status: 0 ok, 2 bad arguments, 3 no valid candidate, 1 other errors.\n",
+        kMaxBeamWidth);
+    return 0;
+  }
+  if (!status) return usage_error("predict", status.message());
+  if (args.positional().size() != 1) return usage_error("predict", "expected one MODEL");
+  if (!args.has("problem") && !args.has("features")) {
+    return usage_error("predict", "give --problem or --features");
+  }
+  if (args.has("greedy") && args.has("beam")) {
+    return usage_error("predict", "--greedy and --beam exclude each other");
+  }
+  PredictOptions options;
+  status = args.get_int("beam", 1, &options.beam_width);
+  if (!status) return usage_error("predict", status.message());
+  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
+    return usage_error("predict", "beam width " + std::to_string(options.beam_width) +
+                                      " is outside 1.." + std::to_string(kMaxBeamWidth));
+  }
+  options.use_model_constraints = !args.has("no-constraints");
+
+  LoadedModel loaded;
+  status = load_model_file(args.positional()[0], &loaded);
+  if (!status) return fail(status);
+  const Model& model = loaded.model;
+  if (!model.is_seq2seq()) {
+    return fail(Status::error(StatusCode::kInvalidArgument,
+                              "%s is not a sequence-to-sequence predictor (see tunecast inspect)",
+                              args.positional()[0].c_str()));
+  }
+
+  Problem problem;
+  const bool have_problem = args.has("problem");
+  if (have_problem) {
+    status = parse_problem(args.get("problem"), &problem);
+    if (!status) return fail(status);
+  }
+  std::vector<unsigned char> scratch(model.scratch_bytes(options.beam_width));
+  std::vector<Candidate> candidates(options.beam_width);
+  PredictInfo info;
+  if (args.has("features")) {
+    std::vector<float> features;
+    status = parse_features(args.get("features"), &features);
+    if (status) {
+      status = predict_from_features(model, features.data(), features.size(),
+                                     have_problem ? &problem : nullptr, options, scratch.data(),
+                                     scratch.size(), candidates.data(), options.beam_width, &info);
+    }
+  } else {
+    status = predict(model, problem, options, scratch.data(), scratch.size(), candidates.data(),
+                     options.beam_width, &info);
+  }
+  if (!status) return fail(status);
+
+  const bool constrained = options.use_model_constraints && have_problem &&
+                           model.root()->constraints() && model.root()->constraints()->size() > 0;
+  if (args.has("json")) {
+    nlohmann::json j;
+    j["model"] = args.positional()[0];
+    j["beam"] = options.beam_width;
+    j["constrained"] = constrained;
+    std::vector<std::string> names;
+    for (int p = 0; p < model.parameter_count(); ++p) names.push_back(model.parameter_name(p));
+    j["parameters"] = names;
+    nlohmann::json list = nlohmann::json::array();
+    for (int i = 0; i < info.candidates; ++i) {
+      std::vector<int64_t> values(candidates[i].values, candidates[i].values + candidates[i].length);
+      list.push_back({{"score", candidates[i].score}, {"values", values}});
+    }
+    j["candidates"] = list;
+    j["rejected_by_constraints"] = info.rejected_by_constraints;
+    std::vector<std::string> out_of_range;
+    for (int f = 0; f < kProblemFieldCount; ++f) {
+      if ((info.out_of_range_fields >> f) & 1u) out_of_range.push_back(problem_field_name(static_cast<ProblemField>(f)));
+    }
+    j["out_of_range_fields"] = out_of_range;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  for (int f = 0; f < kProblemFieldCount; ++f) {
+    if ((info.out_of_range_fields >> f) & 1u) {
+      std::fprintf(stderr,
+                   "tunecast: warning: problem field '%s' is outside the range seen in training; "
+                   "the prediction is an extrapolation\n",
+                   problem_field_name(static_cast<ProblemField>(f)));
+    }
+  }
+  std::printf("%d candidate%s (beam %d, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
+              options.beam_width,
+              constrained ? "constrained"
+                          : (have_problem ? "constraints off" : "no --problem: constraints not checked"));
+  std::printf("%4s %10s", "rank", "score");
+  for (int p = 0; p < model.parameter_count(); ++p) std::printf(" %s", model.parameter_name(p));
+  std::printf("\n");
+  for (int i = 0; i < info.candidates; ++i) {
+    std::printf("%4d %10.4f", i + 1, static_cast<double>(candidates[i].score));
+    for (int p = 0; p < candidates[i].length; ++p) {
+      const int width = static_cast<int>(std::string(model.parameter_name(p)).size());
+      std::printf(" %*lld", width, static_cast<long long>(candidates[i].values[p]));
+    }
+    std::printf("\n");
+  }
+  if (constrained) {
+    std::printf("constraints removed %lld expansions\n",
+                static_cast<long long>(info.rejected_by_constraints));
+  }
+  return 0;
+}
+
+}  // namespace tunecast::cli

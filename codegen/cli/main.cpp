@@ -1,0 +1,47 @@
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const std::vector<std::string>&);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"inspect", tunecast::cli::cmd_inspect, "show a model's layers, shapes, vocabulary and sizes"},
+    {"import-keras", tunecast::cli::cmd_import_keras,
+     "compile MIOpen's frugally-deep Keras models (KTN or TunaNet) into a blob"},
+    {"compile", tunecast::cli::cmd_compile,
+     "compile a trainer export (*.tcir.json) and rules into a blob"},
+    {"predict", tunecast::cli::cmd_predict,
+     "predict tuning parameters for a problem (constrained greedy or beam search)"},
+};
+
+void print_help() {
+  std::printf(
+      "tunecast: compile and run kernel tuning-parameter predictors\n\n"
+      "usage: tunecast COMMAND [options]   (tunecast COMMAND --help for details)\n\ncommands:\n");
+  for (const Command& c : kCommands) std::printf("  %-14s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    print_help();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(args);
+  }
+  std::fprintf(stderr, "tunecast: unknown command '%s' (try tunecast --help)\n", argv[1]);
+  return 2;
+}

@@ -1,0 +1,48 @@
+// The rules language (docs/rules_language.md): validity constraints over (problem, parameter
+// prefix) and the input feature encoding, compiled to bytecode for the runtime's stack machine
+// (runtime/src/constraint_vm.h). Host-only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tunecast/codegen/model_ir.h"
+#include "tunecast/status.h"
+
+namespace tunecast::rules {
+
+struct CompiledRules {
+  std::vector<std::string> params;          // from `params` statement (empty if none)
+  std::vector<ir::Constraint> constraints;  // position = max param position referenced (0 if none)
+  std::optional<ir::Encoding> encoding;     // present if the text has an `input` statement
+  std::vector<std::string> fields_used;     // canonical problem field names read anywhere
+};
+
+struct CompileOptions {
+  // Parameter names from elsewhere (a model's vocabulary), used when the text has no `params`
+  // statement; when it has one, it must list the same names in the same order. Empty: none.
+  std::vector<std::string> params;
+  // Values for the text's `option NAME = DEFAULT` statements (e.g. which reading of an ambiguous
+  // DB key to check). Names the text does not declare are ignored.
+  std::map<std::string, int64_t, std::less<>> defines;
+};
+
+// `source` names the file in messages: "ConvAsm1x1U.tcr:12:5: unknown name 'kmult'".
+Status compile(std::string_view text, std::string_view source, CompiledRules* out);
+
+// Same, but the parameter names come from elsewhere (e.g. a model's vocabulary) when the text has
+// no params statement; if it has one it must match.
+Status compile_with_params(std::string_view text, std::string_view source, const std::vector<std::string>& params,
+                           CompiledRules* out);
+
+// Both of the above, plus option values.
+Status compile(std::string_view text, std::string_view source, const CompileOptions& options, CompiledRules* out);
+
+// Reads `path` and compiles it; messages name the path.
+Status compile_file(const std::string& path, const CompileOptions& options, CompiledRules* out);
+
+}  // namespace tunecast::rules

@@ -1,0 +1,201 @@
+#include "tunecast/codegen/blob_writer.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "tunecast/kernels.h"
+#include "tunecast/model.h"
+
+namespace tunecast::codegen {
+namespace {
+
+namespace fb = ::tunecast::schema;
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+constexpr size_t kWeightAlignment = 32;
+
+bool is_packed(const ir::Layer& layer, bool recurrent) {
+  switch (layer.type) {
+    case ir::LayerType::Dense:
+    case ir::LayerType::Conv1D:
+      return true;
+    case ir::LayerType::Lstm:
+      return recurrent || !layer.token_input;
+    default:
+      return false;
+  }
+}
+
+Offset<flatbuffers::Vector<float>> aligned_floats(FlatBufferBuilder& b, const std::vector<float>& v) {
+  b.ForceVectorAlignment(v.size(), sizeof(float), kWeightAlignment);
+  return b.CreateVector(v);
+}
+
+Offset<fb::Matrix> write_matrix(FlatBufferBuilder& b, const ir::Matrix& m, bool packed) {
+  if (m.empty()) return 0;
+  const auto data = aligned_floats(b, packed ? pack_panels(m) : m.data);
+  return fb::CreateMatrix(b, m.rows, m.cols, packed ? kernels::kPanelWidth : 0, data);
+}
+
+// Biases are padded with zeros to whole panels so products can add them panel by panel.
+Offset<flatbuffers::Vector<float>> write_bias(FlatBufferBuilder& b, const std::vector<float>& bias) {
+  if (bias.empty()) return 0;
+  std::vector<float> padded = bias;
+  padded.resize((bias.size() + kernels::kPanelWidth - 1) / kernels::kPanelWidth *
+                    kernels::kPanelWidth,
+                0.0f);
+  return aligned_floats(b, padded);
+}
+
+Offset<fb::Program> write_program(FlatBufferBuilder& b, const ir::Program& p) {
+  return fb::CreateProgram(b, b.CreateVector(p.code), b.CreateVector(p.constants));
+}
+
+Offset<fb::Graph> write_graph(FlatBufferBuilder& b, const ir::Graph& g) {
+  std::vector<Offset<fb::Layer>> layers;
+  for (const ir::Layer& l : g.layers) {
+    const auto name = b.CreateString(l.name);
+    const auto inputs = b.CreateVector(l.inputs);
+    const auto outputs = b.CreateVector(l.outputs);
+    const auto kernel = write_matrix(b, l.kernel, is_packed(l, false));
+    const auto recurrent = write_matrix(b, l.recurrent, is_packed(l, true));
+    const auto bias = write_bias(b, l.bias);
+    fb::LayerBuilder lb(b);
+    lb.add_type(l.type);
+    lb.add_name(name);
+    lb.add_inputs(inputs);
+    lb.add_outputs(outputs);
+    lb.add_units(l.units);
+    lb.add_activation(l.activation);
+    if (!kernel.IsNull()) lb.add_kernel(kernel);
+    if (!recurrent.IsNull()) lb.add_recurrent(recurrent);
+    if (!bias.IsNull()) lb.add_bias(bias);
+    lb.add_return_sequences(l.return_sequences);
+    lb.add_reverse(l.reverse);
+    lb.add_recurrent_activation(l.recurrent_activation);
+    lb.add_cell_activation(l.cell_activation);
+    lb.add_token_input(l.token_input);
+    lb.add_kernel_size(l.kernel_size);
+    lb.add_padding_same(l.padding_same);
+    layers.push_back(lb.Finish());
+  }
+  std::vector<Offset<fb::Value>> values;
+  for (const ir::Value& v : g.values) {
+    values.push_back(fb::CreateValue(b, b.CreateString(v.name), v.rows, v.cols));
+  }
+  return fb::CreateGraph(b, b.CreateString(g.name), g.batched, b.CreateVector(values),
+                         b.CreateVector(g.inputs), b.CreateVector(g.outputs),
+                         b.CreateVector(layers));
+}
+
+Offset<fb::Encoding> write_encoding(FlatBufferBuilder& b, const ir::Encoding& e) {
+  std::vector<Offset<fb::FeatureEncoding>> features;
+  for (const ir::FeatureEncoding& f : e.features) {
+    features.push_back(fb::CreateFeatureEncoding(b, f.row, f.col, f.transform, f.width, f.mean,
+                                                 f.std, write_program(b, f.program),
+                                                 b.CreateString(f.text)));
+  }
+  std::vector<Offset<flatbuffers::String>> fields;
+  for (const std::string& name : e.required_fields) fields.push_back(b.CreateString(name));
+  std::vector<Offset<fb::FeatureRange>> ranges;
+  for (const ir::FeatureRange& r : e.ranges) {
+    ranges.push_back(fb::CreateFeatureRange(b, b.CreateString(r.field), r.min, r.max));
+  }
+  return fb::CreateEncoding(b, e.rows, e.cols, b.CreateVector(features), b.CreateVector(fields),
+                            b.CreateVector(ranges));
+}
+
+}  // namespace
+
+std::vector<float> pack_panels(const ir::Matrix& m) {
+  const size_t panels = (m.cols + kernels::kPanelWidth - 1) / kernels::kPanelWidth;
+  std::vector<float> packed(kernels::packed_size(m.rows, m.cols), 0.0f);
+  for (size_t p = 0; p < panels; ++p) {
+    for (size_t r = 0; r < m.rows; ++r) {
+      for (size_t j = 0; j < static_cast<size_t>(kernels::kPanelWidth); ++j) {
+        const size_t col = p * kernels::kPanelWidth + j;
+        if (col < m.cols) {
+          packed[(p * m.rows + r) * kernels::kPanelWidth + j] = m.data[r * m.cols + col];
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob) {
+  FlatBufferBuilder b(1 << 20);
+  std::vector<Offset<fb::Graph>> graphs;
+  for (const ir::Graph& g : model.graphs) graphs.push_back(write_graph(b, g));
+  const auto graphs_vec = b.CreateVector(graphs);
+
+  Offset<fb::Seq2Seq> seq2seq = 0;
+  if (model.seq2seq) {
+    const ir::Seq2Seq& s = *model.seq2seq;
+    std::vector<Offset<fb::StateLink>> states;
+    for (const ir::StateLink& l : s.states) {
+      states.push_back(fb::CreateStateLink(b, l.decoder_input, l.encoder_output, l.decoder_output));
+    }
+    std::vector<Offset<fb::ContextLink>> contexts;
+    for (const ir::ContextLink& l : s.contexts) {
+      contexts.push_back(fb::CreateContextLink(b, l.decoder_input, l.encoder_output));
+    }
+    seq2seq = fb::CreateSeq2Seq(b, s.encoder, s.decoder, s.token_input, s.logits_output,
+                                s.start_token, b.CreateVector(states), b.CreateVector(contexts),
+                                s.logits_are_probabilities);
+  }
+
+  Offset<fb::Vocabulary> vocabulary = 0;
+  if (!model.vocabulary.token_values.empty()) {
+    const ir::Vocabulary& v = model.vocabulary;
+    std::vector<Offset<fb::Parameter>> params;
+    for (const ir::Parameter& p : v.parameters) {
+      params.push_back(fb::CreateParameter(b, b.CreateString(p.name), b.CreateVector(p.tokens)));
+    }
+    vocabulary = fb::CreateVocabulary(b, b.CreateVector(v.token_values), b.CreateVector(v.end_tokens),
+                                      b.CreateVector(params), v.end_policy);
+  }
+
+  std::vector<Offset<fb::Constraint>> constraints;
+  for (const ir::Constraint& c : model.constraints) {
+    constraints.push_back(fb::CreateConstraint(b, c.position, write_program(b, c.program),
+                                               b.CreateString(c.text)));
+  }
+  const auto constraints_vec = b.CreateVector(constraints);
+  Offset<fb::Encoding> encoding = model.encoding ? write_encoding(b, *model.encoding) : 0;
+
+  std::vector<Offset<fb::MetadataEntry>> metadata;
+  for (const auto& [key, value] : model.metadata) {  // std::map: already sorted by key
+    metadata.push_back(fb::CreateMetadataEntry(b, b.CreateString(key), b.CreateString(value)));
+  }
+  const auto metadata_vec = b.CreateVector(metadata);
+  const auto name = b.CreateString(model.name);
+
+  fb::ModelBuilder mb(b);
+  mb.add_format_version(kFormatVersion);
+  mb.add_name(name);
+  mb.add_graphs(graphs_vec);
+  if (!seq2seq.IsNull()) mb.add_seq2seq(seq2seq);
+  if (!vocabulary.IsNull()) mb.add_vocabulary(vocabulary);
+  mb.add_constraints(constraints_vec);
+  if (!encoding.IsNull()) mb.add_encoding(encoding);
+  mb.add_metadata(metadata_vec);
+  fb::FinishModelBuffer(b, mb.Finish());
+
+  // Load what we wrote with the runtime itself, from 32-byte aligned memory as the runtime expects.
+  const size_t size = b.GetSize();
+  std::unique_ptr<void, decltype(&std::free)> aligned(
+      std::aligned_alloc(64, (size + 63) / 64 * 64), &std::free);
+  std::memcpy(aligned.get(), b.GetBufferPointer(), size);
+  Model loaded;
+  Status status = Model::load(aligned.get(), size, &loaded);
+  if (!status) {
+    return Status::error(status.code(), "the compiled model does not verify: %s", status.message());
+  }
+  blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + size);
+  return Status::ok();
+}
+
+}  // namespace tunecast::codegen

@@ -1,0 +1,251 @@
+// The arithmetic of every layer, as small pure functions over caller-owned buffers. The blob
+// runtime calls them with sizes read from the artifact; generated predictors call the same
+// functions with compile-time constant sizes, so both produce identical bits.
+//
+// Matrices used in products are packed in column panels of kPanelWidth floats: a [rows][cols]
+// matrix becomes ceil(cols / kPanelWidth) panels, each [rows][kPanelWidth] contiguous (the last
+// zero-padded). One panel is two 8-float vectors; a product keeps several panels and rows in
+// registers and streams the weights exactly once per block of rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace tunecast::kernels {
+
+constexpr int kPanelWidth = 16;
+
+// Floats in a packed matrix.
+constexpr size_t packed_size(size_t rows, size_t cols) {
+  return rows * ((cols + kPanelWidth - 1) / kPanelWidth) * kPanelWidth;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TUNECAST_INLINE inline __attribute__((always_inline))
+#define TUNECAST_RESTRICT __restrict__
+typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
+#else
+#error "tunecast kernels need GCC or Clang vector extensions"
+#endif
+
+// Vectors move through memcpy (unaligned-safe; compiles to plain vector loads) and are never
+// passed or returned by value, which keeps GCC's -Wpsabi quiet on pre-AVX targets.
+
+// Y[r][0..cols) = (accumulate ? Y : bias or 0) + X[r][0..depth) . W, for R rows and P panels.
+// Every output element is summed in the same order (bias, then k = 0, 1, ...) whatever R and P.
+template <int R, int P>
+TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_stride, size_t depth,
+                                  const float* TUNECAST_RESTRICT w, size_t panel_stride,
+                                  const float* bias, float* TUNECAST_RESTRICT y, size_t y_stride,
+                                  bool accumulate) {
+  Vec8 acc[R][P][2];
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) {
+      for (int h = 0; h < 2; ++h) {
+        if (accumulate) {
+          std::memcpy(&acc[r][p][h], y + r * y_stride + p * kPanelWidth + h * 8, sizeof(Vec8));
+        } else if (bias != nullptr) {
+          std::memcpy(&acc[r][p][h], bias + p * kPanelWidth + h * 8, sizeof(Vec8));
+        } else {
+          acc[r][p][h] = Vec8{};
+        }
+      }
+    }
+  }
+  for (size_t k = 0; k < depth; ++k) {
+    Vec8 wv[P][2];
+    for (int p = 0; p < P; ++p) {
+      std::memcpy(&wv[p][0], w + p * panel_stride + k * kPanelWidth, sizeof(Vec8));
+      std::memcpy(&wv[p][1], w + p * panel_stride + k * kPanelWidth + 8, sizeof(Vec8));
+    }
+    for (int r = 0; r < R; ++r) {
+      const float xk = x[r * x_stride + k];
+      for (int p = 0; p < P; ++p) {
+        acc[r][p][0] += xk * wv[p][0];
+        acc[r][p][1] += xk * wv[p][1];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) {
+      std::memcpy(y + r * y_stride + p * kPanelWidth, &acc[r][p][0], sizeof(Vec8));
+      std::memcpy(y + r * y_stride + p * kPanelWidth + 8, &acc[r][p][1], sizeof(Vec8));
+    }
+  }
+}
+
+// Y[rows][padded cols] (+)= X[rows][depth] . W_packed[depth][cols] (+ bias).
+// `y` rows are `y_stride` floats apart and must have room for the padded width
+// (ceil(cols / kPanelWidth) * kPanelWidth); `bias` must be padded likewise (or null).
+inline void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const float* w,
+                   size_t cols, const float* bias, float* y, size_t y_stride, bool accumulate) {
+  const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
+  const size_t panel_stride = depth * kPanelWidth;
+  size_t r = 0;
+  // Blocks of 4 rows x 1 panel (8 accumulators) for batches; 1 row x 4 panels for a single row.
+  for (; r + 4 <= rows; r += 4) {
+    size_t p = 0;
+    for (; p + 1 <= panels; p += 1) {
+      matmul_block<4, 1>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
+                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
+                         y_stride, accumulate);
+    }
+  }
+  for (; r < rows; ++r) {
+    size_t p = 0;
+    for (; p + 4 <= panels; p += 4) {
+      matmul_block<1, 4>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
+                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
+                         y_stride, accumulate);
+    }
+    for (; p < panels; ++p) {
+      matmul_block<1, 1>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
+                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
+                         y_stride, accumulate);
+    }
+  }
+}
+
+// Rows of x that are all zero add nothing: the product skips them (MIOpen's KTN input is a
+// diagonal matrix, so its first Dense layer touches one weight row per time step).
+inline void matmul_sparse_rows(const float* x, size_t x_stride, size_t rows, size_t depth,
+                               const float* w, size_t cols, const float* bias, float* y,
+                               size_t y_stride) {
+  const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
+  const size_t padded = panels * kPanelWidth;
+  for (size_t r = 0; r < rows; ++r) {
+    float* yr = y + r * y_stride;
+    for (size_t j = 0; j < padded; ++j) yr[j] = bias ? bias[j] : 0.0f;
+    for (size_t k = 0; k < depth; ++k) {
+      const float xk = x[r * x_stride + k];
+      if (xk == 0.0f) continue;
+      for (size_t p = 0; p < panels; ++p) {
+        const float* wk = w + p * depth * kPanelWidth + k * kPanelWidth;
+        for (int j = 0; j < kPanelWidth; ++j) yr[p * kPanelWidth + j] += xk * wk[j];
+      }
+    }
+  }
+}
+
+// --- element-wise functions ------------------------------------------------------------------
+// exp with a Cephes-style range reduction and degree-6 polynomial (about 2 ulp on [-87, 88]),
+// written without branches or library calls so loops over it vectorize.
+TUNECAST_INLINE float exp_approx(float x) {
+  x = x < 88.0f ? x : 88.0f;
+  x = x > -87.0f ? x : -87.0f;
+  const float kLog2e = 1.44269504088896341f;
+  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest
+  float n = (x * kLog2e + kRound) - kRound;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+TUNECAST_INLINE float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+TUNECAST_INLINE float tanh_approx(float x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
+TUNECAST_INLINE float hard_sigmoid(float x) {
+  const float y = 0.2f * x + 0.5f;
+  return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+}
+TUNECAST_INLINE float relu(float x) { return x > 0.0f ? x : 0.0f; }
+
+enum class Act : uint8_t { kLinear = 0, kRelu = 1, kTanh = 2, kSigmoid = 3, kSoftmax = 4, kHardSigmoid = 5 };
+
+TUNECAST_INLINE float activate(Act act, float x) {
+  switch (act) {
+    case Act::kRelu: return relu(x);
+    case Act::kTanh: return tanh_approx(x);
+    case Act::kSigmoid: return sigmoid(x);
+    case Act::kHardSigmoid: return hard_sigmoid(x);
+    default: return x;
+  }
+}
+
+// Softmax over n values in place (max-subtracted).
+inline void softmax(float* x, size_t n) {
+  float max_value = x[0];
+  for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = exp_approx(x[i] - max_value);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (size_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+// Applies `act` to rows x cols values (row stride `stride`).
+inline void activate_rows(Act act, float* x, size_t rows, size_t cols, size_t stride) {
+  if (act == Act::kLinear) return;
+  for (size_t r = 0; r < rows; ++r) {
+    float* row = x + r * stride;
+    switch (act) {
+      case Act::kRelu:
+        for (size_t j = 0; j < cols; ++j) row[j] = relu(row[j]);
+        break;
+      case Act::kTanh:
+        for (size_t j = 0; j < cols; ++j) row[j] = tanh_approx(row[j]);
+        break;
+      case Act::kSigmoid:
+        for (size_t j = 0; j < cols; ++j) row[j] = sigmoid(row[j]);
+        break;
+      case Act::kHardSigmoid:
+        for (size_t j = 0; j < cols; ++j) row[j] = hard_sigmoid(row[j]);
+        break;
+      case Act::kSoftmax:
+        softmax(row, cols);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// One LSTM cell update for one row, from pre-activations z = x W + h U + b laid out
+// [i | f | g | o] (units each). Writes c and h in place.
+inline void lstm_cell(const float* TUNECAST_RESTRICT z, size_t units, float* TUNECAST_RESTRICT h,
+                      float* TUNECAST_RESTRICT c, Act gate_act, Act cell_act) {
+  const float* zi = z;
+  const float* zf = z + units;
+  const float* zg = z + 2 * units;
+  const float* zo = z + 3 * units;
+  if (gate_act == Act::kSigmoid && cell_act == Act::kTanh) {
+    for (size_t j = 0; j < units; ++j) {
+      const float c_new = sigmoid(zf[j]) * c[j] + sigmoid(zi[j]) * tanh_approx(zg[j]);
+      c[j] = c_new;
+      h[j] = sigmoid(zo[j]) * tanh_approx(c_new);
+    }
+    return;
+  }
+  for (size_t j = 0; j < units; ++j) {
+    const float c_new =
+        activate(gate_act, zf[j]) * c[j] + activate(gate_act, zi[j]) * activate(cell_act, zg[j]);
+    c[j] = c_new;
+    h[j] = activate(gate_act, zo[j]) * activate(cell_act, c_new);
+  }
+}
+
+// log-softmax of n values in place; returns nothing, values become log-probabilities.
+inline void log_softmax(float* x, size_t n) {
+  float max_value = x[0];
+  for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) sum += exp_approx(x[i] - max_value);
+  // log(sum) via exp_approx's inverse is not needed in the hot path; std::log is exact enough and
+  // runs once per row.
+  const float log_sum = __builtin_logf(sum);
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] - max_value - log_sum;
+}
+
+}  // namespace tunecast::kernels

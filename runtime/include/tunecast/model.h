@@ -1,0 +1,98 @@
+// A loaded model: a verified, read-only view over the caller's blob bytes. Loading copies no
+// weights and allocates nothing; the bytes must outlive the Model and stay unchanged.
+//
+//   tunecast::Model model;
+//   tunecast::Status status = tunecast::Model::load(bytes, size, &model);
+//   if (!status) { fprintf(stderr, "%s\n", status.message()); ... }
+//   std::vector<unsigned char> scratch(model.scratch_bytes(/*max_beam=*/10));
+//
+// The blob must be aligned to 32 bytes (mmap'd files and TUNECAST-embedded arrays are).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tunecast/problem.h"
+#include "tunecast/status.h"
+#include "tunecast_model_generated.h"
+
+namespace tunecast {
+
+constexpr uint32_t kFormatVersion = 1;
+
+// Structural limits checked at load. They size the fixed tables of a Model, so a blob beyond them
+// is refused with a clear message rather than handled with heap memory.
+constexpr int kMaxGraphs = 4;
+constexpr int kMaxValues = 96;       // per graph
+constexpr int kMaxLayers = 64;       // per graph
+constexpr int kMaxGraphIo = 16;      // inputs or outputs per graph
+constexpr int kMaxParameters = 16;   // tuning parameters per prediction
+constexpr int kMaxTokens = 4096;     // vocabulary size
+constexpr int kMaxConstraints = 512;
+constexpr int kMaxBeamWidth = 256;
+
+struct GraphInfo {
+  const schema::Graph* graph = nullptr;
+  uint32_t value_count = 0;
+  uint32_t value_rows[kMaxValues] = {};   // 0: one row per beam
+  uint32_t value_cols[kMaxValues] = {};
+  bool batched = false;
+  // Floats of the per-layer temporary region for one row / fixed rows (see graph executor).
+  size_t temp_floats_fixed = 0;
+  size_t temp_floats_per_row = 0;
+  uint64_t multiply_adds_fixed = 0;       // per run, fixed-row part
+  uint64_t multiply_adds_per_row = 0;     // per run, per beam
+};
+
+class Model {
+ public:
+  // Verifies `data` (FlatBuffers verifier, then shapes, indices, vocabulary and constraint code)
+  // and fills `out`. On error `out` is left empty.
+  static Status load(const void* data, size_t size, Model* out);
+
+  bool loaded() const { return root_ != nullptr; }
+  const schema::Model* root() const { return root_; }
+  const GraphInfo& graph(int index) const { return graphs_[index]; }
+  int graph_count() const { return graph_count_; }
+  bool is_seq2seq() const { return root_->seq2seq() != nullptr; }
+
+  // Bytes of scratch memory a prediction with beams up to `max_beam` needs (run_graph with
+  // batches up to `max_beam` as well).
+  size_t scratch_bytes(int max_beam) const;
+
+  int parameter_count() const { return parameter_count_; }
+  int token_count() const { return token_count_; }
+  int64_t token_value(int token) const { return root_->vocabulary()->token_values()->Get(token); }
+  bool is_end_token(int token) const { return (end_mask_[token >> 6] >> (token & 63)) & 1u; }
+  // Whether `token` may be emitted at `position` (vocabulary restriction, not constraints).
+  bool token_allowed(int position, int token) const;
+  const char* parameter_name(int position) const;
+
+  // Constraints sorted by position: those checked at `position` are
+  // constraint_order()[constraint_begin(position) .. constraint_begin(position + 1)).
+  const uint16_t* constraint_order() const { return constraint_order_; }
+  int constraint_begin(int position) const { return constraint_begin_[position]; }
+
+  // Problem fields the encoding and constraints read (bit per ProblemField).
+  uint32_t required_fields() const { return required_fields_; }
+
+  // Multiply-adds of one greedy prediction (encoder + parameter_count() decoder steps), for the
+  // benchmark's arithmetic floor.
+  uint64_t greedy_multiply_adds() const;
+
+  // Metadata value for `key`, or nullptr.
+  const char* metadata(const char* key) const;
+
+ private:
+  const schema::Model* root_ = nullptr;
+  int graph_count_ = 0;
+  GraphInfo graphs_[kMaxGraphs];
+  int parameter_count_ = 0;
+  int token_count_ = 0;
+  uint64_t end_mask_[kMaxTokens / 64] = {};
+  uint16_t constraint_order_[kMaxConstraints] = {};
+  int constraint_begin_[kMaxParameters + 1] = {};
+  uint32_t required_fields_ = 0;
+};
+
+}  // namespace tunecast

@@ -1,0 +1,88 @@
+// Prediction: encoder once, then a constrained beam search over the decoder, all inside the
+// caller's scratch buffer (Model::scratch_bytes). No heap allocation, no exceptions, safe to call
+// from a static initializer and from several threads at once (one scratch buffer per thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tunecast/model.h"
+#include "tunecast/problem.h"
+#include "tunecast/status.h"
+
+namespace tunecast {
+
+// An integrator's own validity rule, checked after the model's constraints: return true if the
+// parameter prefix values[0..position] (values[position] is the candidate) can still be valid for
+// `problem`. `features` is null when predicting from raw features without a problem.
+struct Validator {
+  bool (*check)(void* context, const Problem* problem, int position, const int64_t* values) = nullptr;
+  void* context = nullptr;
+
+  explicit operator bool() const { return check != nullptr; }
+  // Wraps any callable `bool(const Problem*, int, const int64_t*)` that outlives the Validator.
+  template <typename Callable>
+  static Validator from(Callable& callable) {
+    Validator v;
+    v.context = &callable;
+    v.check = [](void* context, const Problem* problem, int position, const int64_t* values) {
+      return (*static_cast<Callable*>(context))(problem, position, values);
+    };
+    return v;
+  }
+};
+
+struct PredictOptions {
+  int beam_width = 1;                  // 1 = constrained greedy (MIOpen's procedure)
+  bool use_model_constraints = true;   // the constraints compiled into the artifact
+  Validator validator;                 // optional extra rule
+};
+
+// One complete parameter vector.
+struct Candidate {
+  float score = 0.0f;                  // sum of the chosen tokens' log-probabilities
+  int32_t length = 0;                  // = Model::parameter_count()
+  int64_t values[kMaxParameters] = {};
+  uint16_t tokens[kMaxParameters] = {};
+};
+
+struct PredictInfo {
+  int candidates = 0;                  // written to the output array, best first
+  uint32_t out_of_range_fields = 0;    // bit per ProblemField outside the training range
+  int64_t rejected_by_constraints = 0; // expansions the constraints removed
+  int64_t rejected_by_validator = 0;   // expansions the Validator removed
+  int failed_position = -1;            // position where every hypothesis died, when none survived
+};
+
+// Beam search from a problem: the artifact's encoding turns the problem into the encoder input.
+// Writes up to min(beam_width, capacity) candidates into `out`. When no hypothesis survives, the
+// status is kNoValidCandidate and info->failed_position says where.
+Status predict(const Model& model, const Problem& problem, const PredictOptions& options,
+               void* scratch, size_t scratch_size, Candidate* out, int capacity,
+               PredictInfo* info);
+
+// Same, from the encoder input itself ([rows * cols] floats, row-major). `problem` may be null
+// when the model's constraints are not used (then the model's constraints are skipped).
+Status predict_from_features(const Model& model, const float* features, size_t feature_count,
+                             const Problem* problem, const PredictOptions& options, void* scratch,
+                             size_t scratch_size, Candidate* out, int capacity, PredictInfo* info);
+
+// Computes the encoder input of `problem` with the artifact's encoding into `features`
+// (rows * cols floats). Fails with kInvalidArgument naming a required field that is missing.
+Status encode_problem(const Model& model, const Problem& problem, float* features,
+                      size_t feature_count, uint32_t* out_of_range_fields);
+
+// Runs one graph on explicit inputs: inputs[i] holds graph input i ([rows or batch, cols]
+// row-major, densely packed), outputs[i] receives graph output i likewise. For parity tests and
+// plain feed-forward models. Scratch: Model::scratch_bytes(batch).
+Status run_graph(const Model& model, int graph_index, int batch, const float* const* inputs,
+                 int input_count, float* const* outputs, int output_count, void* scratch,
+                 size_t scratch_size);
+
+// Evaluates the model's constraints and `validator` on a complete vector (for tests and eval).
+// Returns true when every check passes; *first_failed gets the constraint index otherwise (-1
+// for the validator).
+bool check_candidate(const Model& model, const Problem& problem, const int64_t* values,
+                     int* first_failed);
+
+}  // namespace tunecast

@@ -1,0 +1,88 @@
+// A convolution problem as named integer fields, the vocabulary shared by feature encodings,
+// constraints, the CLI's --problem option and the perf-DB reader. The field table is part of the
+// artifact format: constraint bytecode refers to fields by index, so new fields are only appended.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "tunecast/status.h"
+
+namespace tunecast {
+
+enum class ProblemField : int {
+  kDir = 0,     // F, B, W (forward, backward data, backward weights)
+  kDtype,       // FP32, FP16, BF16, INT8
+  kLayout,      // NCHW, NHWC, NCDHW, NDHWC
+  kN,           // batch size
+  kC,           // config.in_channels (for B/W rows: channels of the tensor the kernel reads)
+  kK,           // config.out_channels
+  kH,           // in_h
+  kW,           // in_w
+  kD,           // in_d
+  kY,           // filter height
+  kX,           // filter width
+  kZ,           // filter depth
+  kPadH,
+  kPadW,
+  kPadD,
+  kStrideH,
+  kStrideW,
+  kStrideD,
+  kDilH,
+  kDilW,
+  kDilD,
+  kG,           // group count
+  kBias,
+  kSpatialDim,
+  kArch,        // gfx900, gfx906, gfx908, gfx90a, gfx942, gfx1030: lets one model serve several GPUs
+  kCount,
+};
+
+constexpr int kProblemFieldCount = static_cast<int>(ProblemField::kCount);
+
+// Symbolic values of the enumerated fields.
+enum Direction : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2 };
+enum DataType : int64_t { kFp32 = 0, kFp16 = 1, kBf16 = 2, kInt8 = 3 };
+enum Layout : int64_t { kNchw = 0, kNhwc = 1, kNcdhw = 2, kNdhwc = 3 };
+enum Arch : int64_t { kGfx900 = 0, kGfx906 = 1, kGfx908 = 2, kGfx90a = 3, kGfx942 = 4, kGfx1030 = 5 };
+
+struct Problem {
+  int64_t values[kProblemFieldCount] = {};
+  uint32_t present = 0;  // bit i: field i was set explicitly
+
+  void set(ProblemField field, int64_t value) {
+    values[static_cast<int>(field)] = value;
+    present |= 1u << static_cast<int>(field);
+  }
+  int64_t get(ProblemField field) const { return values[static_cast<int>(field)]; }
+  bool has(ProblemField field) const { return (present >> static_cast<int>(field)) & 1u; }
+};
+
+// Canonical name of a field ("n", "stride_h"...).
+const char* problem_field_name(ProblemField field);
+
+// Looks a field up by name or alias (u/v for strides, l/j for dilations, as in MIOpen's driver).
+// Returns false if unknown.
+bool find_problem_field(std::string_view name, ProblemField* field);
+
+// Looks up a symbolic value ("F", "FP16", "NCHW", "gfx906") of an enumerated field. Returns false if unknown.
+bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* value);
+
+// Name of a symbolic value for printing, or nullptr when the field is numeric.
+const char* problem_symbol_name(ProblemField field, int64_t value);
+
+// Fills the conventional defaults of fields not set yet: layout NCHW, depth 1, pads 0, strides 1,
+// dilations 1, group 1, bias 0, spatial_dim 2. Fields with no safe default (dir, dtype, n, c, k,
+// h, w, y, x) stay unset.
+void apply_problem_defaults(Problem* problem);
+
+// Parses "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1" (spaces allowed, ',' or ';' or
+// whitespace as separators). Unknown names, bad numbers and repeated fields are errors.
+// Defaults are applied afterwards.
+Status parse_problem(std::string_view text, Problem* problem);
+
+// Writes "dir=F,dtype=FP32,..." for every present field. Returns the length (snprintf semantics).
+int format_problem(const Problem& problem, char* buffer, size_t size);
+
+}  // namespace tunecast

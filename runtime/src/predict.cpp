@@ -1,0 +1,502 @@
+// Constrained beam search. Per step: one batched decoder run over the live beams, log-softmax,
+// then for every beam its tokens best-first, each checked against the constraints of the current
+// position only while it could still enter the top k. Survivors' decoder states are gathered
+// into the next step's inputs.
+#include "tunecast/predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "constraint_vm.h"
+#include "graph_executor.h"
+
+namespace tunecast {
+namespace {
+
+using detail::GraphArena;
+
+constexpr size_t kAlign = 64;
+
+size_t align_bytes(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+struct Hypothesis {
+  float score;
+  int32_t length;
+  int64_t values[kMaxParameters];
+  uint16_t tokens[kMaxParameters];
+};
+
+// A possible extension of beam `beam` by `token`; `dead` marks an end token that won a slot
+// (MIOpen's procedure: the hypothesis stops there, incomplete).
+struct Expansion {
+  float score;
+  int32_t beam;
+  int32_t token;
+  bool dead;
+};
+
+// Total order: higher score, then lower beam, then higher token (MIOpen's priority queue pops
+// the larger token index among equal scores).
+bool better(const Expansion& a, const Expansion& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.beam != b.beam) return a.beam < b.beam;
+  return a.token > b.token;
+}
+
+// Carves the caller's scratch into typed regions.
+class ScratchCursor {
+ public:
+  ScratchCursor(void* base, size_t size) : base_(static_cast<unsigned char*>(base)), size_(size) {
+    const size_t skew = reinterpret_cast<uintptr_t>(base_) % kAlign;
+    offset_ = skew ? kAlign - skew : 0;
+  }
+  template <typename T>
+  T* take(size_t count) {
+    const size_t bytes = align_bytes(count * sizeof(T));
+    if (offset_ + bytes > size_) {
+      overflow_ = true;
+      return nullptr;
+    }
+    T* p = reinterpret_cast<T*>(base_ + offset_);
+    offset_ += bytes;
+    return p;
+  }
+  bool overflow() const { return overflow_; }
+
+  // Bytes a sequence of take() calls needs, including the worst initial misalignment.
+  static size_t worst_case(size_t aligned_bytes) { return aligned_bytes + kAlign; }
+
+ private:
+  unsigned char* base_;
+  size_t size_;
+  size_t offset_ = 0;
+  bool overflow_ = false;
+};
+
+vm::ProgramView view_of(const schema::Program* program) {
+  vm::ProgramView view{};
+  if (program && program->code()) {
+    view.code = program->code()->data();
+    view.code_size = program->code()->size();
+  }
+  if (program && program->constants()) {
+    view.constants = program->constants()->data();
+    view.constant_count = program->constants()->size();
+  }
+  return view;
+}
+
+bool constraints_pass(const Model& model, const Problem& problem, int position,
+                      const int64_t* values) {
+  const auto* constraints = model.root()->constraints();
+  for (int i = model.constraint_begin(position); i < model.constraint_begin(position + 1); ++i) {
+    const schema::Constraint* c = constraints->Get(model.constraint_order()[i]);
+    int64_t result = 0;
+    if (!vm::evaluate(view_of(c->program()), problem, values, &result) || result == 0) return false;
+  }
+  return true;
+}
+
+size_t beam_search_bytes(const Model& model, int beam) {
+  const schema::Seq2Seq* s = model.root()->seq2seq();
+  const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
+  const GraphInfo& dec = model.graph(static_cast<int>(s->decoder()));
+  const uint32_t enc_input = enc.graph->inputs()->Get(0);
+  size_t bytes = 0;
+  bytes += align_bytes(detail::graph_floats(enc, 1) * sizeof(float));
+  bytes += align_bytes(detail::graph_floats(dec, beam) * sizeof(float));
+  bytes += align_bytes(size_t{enc.value_rows[enc_input]} * enc.value_cols[enc_input] * sizeof(float));
+  bytes += 2 * align_bytes(size_t(beam) * sizeof(Hypothesis));
+  bytes += align_bytes(size_t(beam) * sizeof(Expansion));
+  bytes += align_bytes(size_t(model.token_count()) * sizeof(int32_t));
+  return bytes;
+}
+
+Status check_beam(const PredictOptions& options, int capacity) {
+  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "beam width %d is outside 1..%d", options.beam_width, kMaxBeamWidth);
+  }
+  if (capacity < 1) {
+    return Status::error(StatusCode::kInvalidArgument, "output capacity must be at least 1");
+  }
+  return Status::ok();
+}
+
+Status beam_search(const Model& model, const float* features, size_t feature_count,
+                   const Problem* problem, const PredictOptions& options, void* scratch,
+                   size_t scratch_size, Candidate* out, int capacity, PredictInfo* info) {
+  if (!model.loaded() || !model.is_seq2seq()) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "model is not loaded or is not a sequence-to-sequence predictor");
+  }
+  TUNECAST_RETURN_IF_ERROR(check_beam(options, capacity));
+  const int beam = options.beam_width;
+  if (scratch_size < model.scratch_bytes(beam)) {
+    return Status::error(StatusCode::kBufferTooSmall,
+                         "scratch holds %zu bytes, beam width %d needs %zu", scratch_size, beam,
+                         model.scratch_bytes(beam));
+  }
+  const schema::Seq2Seq* s = model.root()->seq2seq();
+  const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
+  const GraphInfo& dec = model.graph(static_cast<int>(s->decoder()));
+  const uint32_t enc_input = enc.graph->inputs()->Get(0);
+  const size_t input_cols = enc.value_cols[enc_input];
+  if (enc.graph->inputs()->size() != 1 ||
+      feature_count != size_t{enc.value_rows[enc_input]} * input_cols) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "the encoder reads %u x %zu features, %zu were given",
+                         enc.value_rows[enc_input], input_cols, feature_count);
+  }
+
+  ScratchCursor cursor(scratch, scratch_size);
+  float* enc_base = cursor.take<float>(detail::graph_floats(enc, 1));
+  float* dec_base = cursor.take<float>(detail::graph_floats(dec, beam));
+  cursor.take<float>(size_t{enc.value_rows[enc_input]} * input_cols);  // encode_problem's buffer
+  Hypothesis* hyps = cursor.take<Hypothesis>(beam);
+  Hypothesis* next_hyps = cursor.take<Hypothesis>(beam);
+  Expansion* top = cursor.take<Expansion>(beam);
+  int32_t* order = cursor.take<int32_t>(model.token_count());
+  if (cursor.overflow()) {
+    return Status::error(StatusCode::kBufferTooSmall, "scratch buffer too small");
+  }
+
+  // Encoder.
+  GraphArena enc_arena;
+  detail::bind_graph(enc, 1, enc_base, &enc_arena);
+  detail::write_value(&enc_arena, enc_input, input_cols, features);
+  TUNECAST_RETURN_IF_ERROR(detail::execute_graph(enc, &enc_arena));
+
+  // Decoder inputs for the first step: one live beam.
+  GraphArena dec_arena;
+  detail::bind_graph(dec, beam, dec_base, &dec_arena);
+  const auto& dec_inputs = *dec.graph->inputs();
+  const auto& dec_outputs = *dec.graph->outputs();
+  const auto& enc_outputs = *enc.graph->outputs();
+  auto set_live = [&](int live) {
+    for (uint32_t v = 0; v < dec.value_count; ++v) {
+      if (dec.value_rows[v] == 0) dec_arena.rows[v] = static_cast<size_t>(live);
+    }
+  };
+  set_live(1);
+  const uint32_t token_value = dec_inputs[s->token_input()];
+  dec_arena.value[token_value][0] = static_cast<float>(s->start_token());
+  if (s->states()) {
+    for (const schema::StateLink* link : *s->states()) {
+      const uint32_t dst = dec_inputs[link->decoder_input()];
+      const uint32_t src = enc_outputs[link->encoder_output()];
+      std::memcpy(dec_arena.value[dst], enc_arena.value[src], dec.value_cols[dst] * sizeof(float));
+    }
+  }
+  if (s->contexts()) {
+    for (const schema::ContextLink* link : *s->contexts()) {
+      const uint32_t dst = dec_inputs[link->decoder_input()];
+      const uint32_t src = enc_outputs[link->encoder_output()];
+      for (size_t r = 0; r < dec_arena.rows[dst]; ++r) {
+        std::memcpy(dec_arena.value[dst] + r * dec_arena.stride[dst],
+                    enc_arena.value[src] + r * enc_arena.stride[src],
+                    dec.value_cols[dst] * sizeof(float));
+      }
+    }
+  }
+
+  const bool end_competes = model.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength;
+  const bool use_constraints = options.use_model_constraints && problem != nullptr;
+  const uint32_t logits_value = dec_outputs[s->logits_output()];
+  const int tokens = model.token_count();
+  const int positions = model.parameter_count();
+  hyps[0].score = 0.0f;
+  hyps[0].length = 0;
+  int live = 1;
+
+  for (int position = 0; position < positions; ++position) {
+    TUNECAST_RETURN_IF_ERROR(detail::execute_graph(dec, &dec_arena));
+
+    int chosen = 0;  // entries in `top`, kept sorted best-first
+    for (int b = 0; b < live; ++b) {
+      float* scores = dec_arena.value[logits_value] + b * dec_arena.stride[logits_value];
+      if (s->logits_are_probabilities()) {
+        for (int t = 0; t < tokens; ++t) scores[t] = std::log(scores[t]);
+      } else {
+        kernels::log_softmax(scores, static_cast<size_t>(tokens));
+      }
+      int count = 0;
+      for (int t = 0; t < tokens; ++t) {
+        if (std::isnan(scores[t])) {
+          return Status::error(StatusCode::kCorruptModel,
+                               "the decoder produced NaN scores at position %d (non-finite "
+                               "weights or inputs)",
+                               position);
+        }
+        if (model.token_allowed(position, t) || (end_competes && model.is_end_token(t))) {
+          order[count++] = t;
+        }
+      }
+      std::sort(order, order + count, [scores](int32_t x, int32_t y) {
+        return scores[x] != scores[y] ? scores[x] > scores[y] : x > y;
+      });
+      Hypothesis& h = hyps[b];
+      for (int i = 0; i < count; ++i) {
+        const int t = order[i];
+        const Expansion e{h.score + scores[t], b, t, model.is_end_token(t)};
+        // Tokens come best-first: once one cannot enter the top k, none after it can.
+        if (chosen == beam && !better(e, top[chosen - 1])) break;
+        if (!e.dead) {
+          h.values[position] = model.token_value(t);
+          if (use_constraints && !constraints_pass(model, *problem, position, h.values)) {
+            ++info->rejected_by_constraints;
+            continue;
+          }
+          if (options.validator &&
+              !options.validator.check(options.validator.context, problem, position, h.values)) {
+            ++info->rejected_by_validator;
+            continue;
+          }
+        }
+        int slot = chosen < beam ? chosen++ : beam - 1;
+        while (slot > 0 && better(e, top[slot - 1])) {
+          top[slot] = top[slot - 1];
+          --slot;
+        }
+        top[slot] = e;
+      }
+    }
+
+    // Survivors become the next beams; their decoder states move into the decoder's inputs.
+    int next_live = 0;
+    for (int i = 0; i < chosen; ++i) {
+      const Expansion& e = top[i];
+      if (e.dead) continue;
+      Hypothesis& n = next_hyps[next_live];
+      n = hyps[e.beam];
+      n.values[position] = model.token_value(e.token);
+      n.tokens[position] = static_cast<uint16_t>(e.token);
+      n.length = position + 1;
+      n.score = e.score;
+      ++next_live;
+    }
+    if (next_live == 0) {
+      info->failed_position = position;
+      return Status::error(StatusCode::kNoValidCandidate,
+                           "no valid candidate: every hypothesis was rejected or ended at "
+                           "position %d (%s)",
+                           position, model.parameter_name(position));
+    }
+    if (position + 1 < positions) {
+      int row = 0;
+      for (int i = 0; i < chosen; ++i) {
+        const Expansion& e = top[i];
+        if (e.dead) continue;
+        dec_arena.value[token_value][row * dec_arena.stride[token_value]] =
+            static_cast<float>(e.token);
+        if (s->states()) {
+          for (const schema::StateLink* link : *s->states()) {
+            const uint32_t dst = dec_inputs[link->decoder_input()];
+            const uint32_t src = dec_outputs[link->decoder_output()];
+            std::memcpy(dec_arena.value[dst] + row * dec_arena.stride[dst],
+                        dec_arena.value[src] + e.beam * dec_arena.stride[src],
+                        dec.value_cols[dst] * sizeof(float));
+          }
+        }
+        ++row;
+      }
+      set_live(next_live);
+    }
+    std::swap(hyps, next_hyps);
+    live = next_live;
+  }
+
+  const int n = std::min(live, capacity);
+  for (int i = 0; i < n; ++i) {
+    Candidate& c = out[i];
+    c = Candidate();
+    c.score = hyps[i].score;
+    c.length = positions;
+    for (int p = 0; p < positions; ++p) {
+      c.values[p] = hyps[i].values[p];
+      c.tokens[p] = hyps[i].tokens[p];
+    }
+  }
+  info->candidates = n;
+  return Status::ok();
+}
+
+}  // namespace
+
+size_t Model::scratch_bytes(int max_beam) const {
+  if (root_ == nullptr) return 0;
+  const int batch = std::max(1, std::min(max_beam, kMaxBeamWidth));
+  size_t bytes = 0;
+  for (int g = 0; g < graph_count_; ++g) {
+    bytes = std::max(bytes, align_bytes(detail::graph_floats(graphs_[g], batch) * sizeof(float)));
+  }
+  if (is_seq2seq()) bytes = std::max(bytes, beam_search_bytes(*this, batch));
+  return ScratchCursor::worst_case(bytes);
+}
+
+Status encode_problem(const Model& model, const Problem& problem, float* features,
+                      size_t feature_count, uint32_t* out_of_range_fields) {
+  const schema::Encoding* enc = model.root() ? model.root()->encoding() : nullptr;
+  if (enc == nullptr) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "this model declares no feature encoding; pass features directly");
+  }
+  const size_t count = size_t{enc->rows()} * enc->cols();
+  if (feature_count < count) {
+    return Status::error(StatusCode::kBufferTooSmall, "feature buffer holds %zu of %zu floats",
+                         feature_count, count);
+  }
+  const uint32_t missing = model.required_fields() & ~problem.present;
+  if (missing != 0) {
+    int field = 0;
+    while (!((missing >> field) & 1u)) ++field;
+    return Status::error(StatusCode::kInvalidArgument,
+                         "problem field '%s' is missing (the model's encoding reads it)",
+                         problem_field_name(static_cast<ProblemField>(field)));
+  }
+  std::memset(features, 0, count * sizeof(float));
+  if (enc->features()) {
+    for (uint32_t i = 0; i < enc->features()->size(); ++i) {
+      const schema::FeatureEncoding* f = enc->features()->Get(i);
+      int64_t value = 0;
+      if (!vm::evaluate(view_of(f->program()), problem, nullptr, &value)) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "encoding feature %u ('%s') cannot be computed for this problem "
+                             "(division by zero or overflow)",
+                             i, f->text() ? f->text()->c_str() : "");
+      }
+      float* slot = features + size_t{f->row()} * enc->cols() + f->col();
+      switch (f->transform()) {
+        case schema::FeatureTransform::Raw:
+          *slot = static_cast<float>(value);
+          break;
+        case schema::FeatureTransform::Log2:
+          *slot = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(value, 1))));
+          break;
+        case schema::FeatureTransform::OneHot:
+          if (value >= 0 && value < static_cast<int64_t>(f->width())) slot[value] = 1.0f;
+          break;
+        case schema::FeatureTransform::Standardize:
+          *slot = (static_cast<float>(value) - f->mean()) / f->std();
+          break;
+      }
+    }
+  }
+  uint32_t flags = 0;
+  if (enc->ranges()) {
+    for (const schema::FeatureRange* range : *enc->ranges()) {
+      ProblemField field;
+      if (find_problem_field(range->field()->string_view(), &field)) {
+        const int64_t v = problem.get(field);
+        if (v < range->min() || v > range->max()) flags |= 1u << static_cast<int>(field);
+      }
+    }
+  }
+  if (out_of_range_fields) *out_of_range_fields = flags;
+  return Status::ok();
+}
+
+Status predict(const Model& model, const Problem& problem, const PredictOptions& options,
+               void* scratch, size_t scratch_size, Candidate* out, int capacity,
+               PredictInfo* info) {
+  PredictInfo local;
+  if (info == nullptr) info = &local;
+  *info = PredictInfo();
+  if (!model.loaded() || !model.is_seq2seq() || model.root()->encoding() == nullptr) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "predict needs a sequence-to-sequence model with a feature encoding");
+  }
+  TUNECAST_RETURN_IF_ERROR(check_beam(options, capacity));
+  if (scratch_size < model.scratch_bytes(options.beam_width)) {
+    return Status::error(StatusCode::kBufferTooSmall,
+                         "scratch holds %zu bytes, beam width %d needs %zu", scratch_size,
+                         options.beam_width, model.scratch_bytes(options.beam_width));
+  }
+  // The feature buffer is the third region of the beam-search layout (see beam_search).
+  const schema::Seq2Seq* s = model.root()->seq2seq();
+  const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
+  const GraphInfo& dec = model.graph(static_cast<int>(s->decoder()));
+  ScratchCursor cursor(scratch, scratch_size);
+  cursor.take<float>(detail::graph_floats(enc, 1));
+  cursor.take<float>(detail::graph_floats(dec, options.beam_width));
+  const size_t feature_count =
+      size_t{model.root()->encoding()->rows()} * model.root()->encoding()->cols();
+  float* features = cursor.take<float>(feature_count);
+  if (features == nullptr) {
+    return Status::error(StatusCode::kBufferTooSmall, "scratch buffer too small");
+  }
+  TUNECAST_RETURN_IF_ERROR(
+      encode_problem(model, problem, features, feature_count, &info->out_of_range_fields));
+  const uint32_t keep_flags = info->out_of_range_fields;
+  Status status = beam_search(model, features, feature_count, &problem, options, scratch,
+                              scratch_size, out, capacity, info);
+  info->out_of_range_fields = keep_flags;
+  return status;
+}
+
+Status predict_from_features(const Model& model, const float* features, size_t feature_count,
+                             const Problem* problem, const PredictOptions& options, void* scratch,
+                             size_t scratch_size, Candidate* out, int capacity, PredictInfo* info) {
+  PredictInfo local;
+  if (info == nullptr) info = &local;
+  *info = PredictInfo();
+  return beam_search(model, features, feature_count, problem, options, scratch, scratch_size, out,
+                     capacity, info);
+}
+
+Status run_graph(const Model& model, int graph_index, int batch, const float* const* inputs,
+                 int input_count, float* const* outputs, int output_count, void* scratch,
+                 size_t scratch_size) {
+  if (!model.loaded() || graph_index < 0 || graph_index >= model.graph_count()) {
+    return Status::error(StatusCode::kInvalidArgument, "graph %d does not exist", graph_index);
+  }
+  const GraphInfo& g = model.graph(graph_index);
+  if (batch < 1 || batch > kMaxBeamWidth || (!g.batched && batch != 1)) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "batch %d is invalid for graph '%s' (sequence graphs run batch 1)", batch,
+                         g.graph->name() ? g.graph->name()->c_str() : "");
+  }
+  if (input_count != static_cast<int>(g.graph->inputs()->size()) ||
+      output_count != static_cast<int>(g.graph->outputs()->size())) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "graph takes %u inputs and gives %u outputs (%d and %d passed)",
+                         g.graph->inputs()->size(), g.graph->outputs()->size(), input_count,
+                         output_count);
+  }
+  if (scratch_size < model.scratch_bytes(batch)) {
+    return Status::error(StatusCode::kBufferTooSmall, "scratch holds %zu bytes, %zu needed",
+                         scratch_size, model.scratch_bytes(batch));
+  }
+  ScratchCursor cursor(scratch, scratch_size);
+  float* base = cursor.take<float>(detail::graph_floats(g, batch));
+  GraphArena arena;
+  detail::bind_graph(g, batch, base, &arena);
+  for (int i = 0; i < input_count; ++i) {
+    const uint32_t id = g.graph->inputs()->Get(i);
+    detail::write_value(&arena, id, g.value_cols[id], inputs[i]);
+  }
+  TUNECAST_RETURN_IF_ERROR(detail::execute_graph(g, &arena));
+  for (int i = 0; i < output_count; ++i) {
+    const uint32_t id = g.graph->outputs()->Get(i);
+    detail::read_value(arena, id, g.value_cols[id], outputs[i]);
+  }
+  return Status::ok();
+}
+
+bool check_candidate(const Model& model, const Problem& problem, const int64_t* values,
+                     int* first_failed) {
+  const auto* constraints = model.root()->constraints();
+  if (constraints == nullptr) return true;
+  for (uint32_t i = 0; i < constraints->size(); ++i) {
+    const schema::Constraint* c = constraints->Get(i);
+    int64_t result = 0;
+    if (!vm::evaluate(view_of(c->program()), problem, values, &result) || result == 0) {
+      if (first_failed) *first_failed = static_cast<int>(i);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tunecast

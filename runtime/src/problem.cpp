@@ -1,0 +1,206 @@
+#include "tunecast/problem.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace tunecast {
+namespace {
+
+struct FieldName {
+  const char* name;
+  ProblemField field;
+};
+
+// Canonical names first (indexed by field), then aliases.
+constexpr FieldName kFieldNames[] = {
+    {"dir", ProblemField::kDir},         {"dtype", ProblemField::kDtype},
+    {"layout", ProblemField::kLayout},   {"n", ProblemField::kN},
+    {"c", ProblemField::kC},             {"k", ProblemField::kK},
+    {"h", ProblemField::kH},             {"w", ProblemField::kW},
+    {"d", ProblemField::kD},             {"y", ProblemField::kY},
+    {"x", ProblemField::kX},             {"z", ProblemField::kZ},
+    {"pad_h", ProblemField::kPadH},      {"pad_w", ProblemField::kPadW},
+    {"pad_d", ProblemField::kPadD},      {"stride_h", ProblemField::kStrideH},
+    {"stride_w", ProblemField::kStrideW}, {"stride_d", ProblemField::kStrideD},
+    {"dil_h", ProblemField::kDilH},      {"dil_w", ProblemField::kDilW},
+    {"dil_d", ProblemField::kDilD},      {"g", ProblemField::kG},
+    {"bias", ProblemField::kBias},       {"spatial_dim", ProblemField::kSpatialDim},
+    {"arch", ProblemField::kArch},
+    // MIOpen driver letters and spelled-out forms.
+    {"p", ProblemField::kPadH},          {"q", ProblemField::kPadW},
+    {"u", ProblemField::kStrideH},       {"v", ProblemField::kStrideW},
+    {"l", ProblemField::kDilH},          {"j", ProblemField::kDilW},
+    {"group", ProblemField::kG},         {"batch", ProblemField::kN},
+    {"direction", ProblemField::kDir},   {"precision", ProblemField::kDtype},
+};
+static_assert(sizeof(kFieldNames) / sizeof(kFieldNames[0]) >= kProblemFieldCount,
+              "every field needs a canonical name");
+
+struct Symbol {
+  ProblemField field;
+  const char* name;
+  int64_t value;
+};
+
+constexpr Symbol kSymbols[] = {
+    {ProblemField::kDir, "F", kForward},         {ProblemField::kDir, "B", kBackwardData},
+    {ProblemField::kDir, "W", kBackwardWeights}, {ProblemField::kDtype, "FP32", kFp32},
+    {ProblemField::kDtype, "FP16", kFp16},       {ProblemField::kDtype, "BF16", kBf16},
+    {ProblemField::kDtype, "INT8", kInt8},       {ProblemField::kLayout, "NCHW", kNchw},
+    {ProblemField::kLayout, "NHWC", kNhwc},      {ProblemField::kLayout, "NCDHW", kNcdhw},
+    {ProblemField::kLayout, "NDHWC", kNdhwc},    {ProblemField::kArch, "gfx900", kGfx900},
+    {ProblemField::kArch, "gfx906", kGfx906},    {ProblemField::kArch, "gfx908", kGfx908},
+    {ProblemField::kArch, "gfx90a", kGfx90a},    {ProblemField::kArch, "gfx942", kGfx942},
+    {ProblemField::kArch, "gfx1030", kGfx1030},
+};
+
+bool is_symbolic(ProblemField field) {
+  return field == ProblemField::kDir || field == ProblemField::kDtype ||
+         field == ProblemField::kLayout || field == ProblemField::kArch;
+}
+
+bool equals(std::string_view a, const char* b) {
+  return a.size() == std::strlen(b) && std::memcmp(a.data(), b, a.size()) == 0;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+const char* problem_field_name(ProblemField field) {
+  const int i = static_cast<int>(field);
+  return (i >= 0 && i < kProblemFieldCount) ? kFieldNames[i].name : "?";
+}
+
+bool find_problem_field(std::string_view name, ProblemField* field) {
+  for (const FieldName& f : kFieldNames) {
+    if (equals(name, f.name)) {
+      *field = f.field;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* value) {
+  for (const Symbol& s : kSymbols) {
+    if (s.field == field && equals(symbol, s.name)) {
+      *value = s.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* problem_symbol_name(ProblemField field, int64_t value) {
+  for (const Symbol& s : kSymbols) {
+    if (s.field == field && s.value == value) return s.name;
+  }
+  return nullptr;
+}
+
+void apply_problem_defaults(Problem* problem) {
+  struct Default {
+    ProblemField field;
+    int64_t value;
+  };
+  static constexpr Default kDefaults[] = {
+      {ProblemField::kLayout, kNchw}, {ProblemField::kD, 1},        {ProblemField::kZ, 1},
+      {ProblemField::kPadH, 0},       {ProblemField::kPadW, 0},     {ProblemField::kPadD, 0},
+      {ProblemField::kStrideH, 1},    {ProblemField::kStrideW, 1},  {ProblemField::kStrideD, 1},
+      {ProblemField::kDilH, 1},       {ProblemField::kDilW, 1},     {ProblemField::kDilD, 1},
+      {ProblemField::kG, 1},          {ProblemField::kBias, 0},     {ProblemField::kSpatialDim, 2},
+  };
+  for (const Default& d : kDefaults) {
+    if (!problem->has(d.field)) problem->set(d.field, d.value);
+  }
+}
+
+Status parse_problem(std::string_view text, Problem* problem) {
+  *problem = Problem();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = pos;
+    while (end < text.size() && text[end] != ',' && text[end] != ';' && !is_space(text[end])) ++end;
+    const std::string_view item = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "problem item '%.*s' is not name=value", static_cast<int>(item.size()),
+                           item.data());
+    }
+    const std::string_view name = trim(item.substr(0, eq));
+    const std::string_view value_text = trim(item.substr(eq + 1));
+    ProblemField field;
+    if (!find_problem_field(name, &field)) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "unknown problem field '%.*s' (known: dir dtype layout n c k h w d y x "
+                           "z pad_h pad_w pad_d stride_h stride_w stride_d dil_h dil_w dil_d g "
+                           "bias spatial_dim arch)",
+                           static_cast<int>(name.size()), name.data());
+    }
+    if (problem->has(field)) {
+      return Status::error(StatusCode::kInvalidArgument, "problem field '%s' is given twice",
+                           problem_field_name(field));
+    }
+    int64_t value = 0;
+    if (is_symbolic(field)) {
+      if (!find_problem_symbol(field, value_text, &value)) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "problem field '%s' does not take the value '%.*s'",
+                             problem_field_name(field), static_cast<int>(value_text.size()),
+                             value_text.data());
+      }
+    } else {
+      char buffer[32];
+      if (value_text.empty() || value_text.size() >= sizeof buffer) {
+        return Status::error(StatusCode::kInvalidArgument, "problem field '%s' has no number",
+                             problem_field_name(field));
+      }
+      std::memcpy(buffer, value_text.data(), value_text.size());
+      buffer[value_text.size()] = '\0';
+      char* parse_end = nullptr;
+      const long long parsed = std::strtoll(buffer, &parse_end, 10);
+      if (*parse_end != '\0' || parsed < 0) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "problem field '%s' needs a non-negative integer, got '%s'",
+                             problem_field_name(field), buffer);
+      }
+      value = parsed;
+    }
+    problem->set(field, value);
+  }
+  apply_problem_defaults(problem);
+  return Status::ok();
+}
+
+int format_problem(const Problem& problem, char* buffer, size_t size) {
+  int written = 0;
+  for (int i = 0; i < kProblemFieldCount; ++i) {
+    const ProblemField field = static_cast<ProblemField>(i);
+    if (!problem.has(field)) continue;
+    const char* symbol = problem_symbol_name(field, problem.get(field));
+    const size_t room = static_cast<size_t>(written) < size ? size - written : 0;
+    int n;
+    if (is_symbolic(field) && symbol) {
+      n = std::snprintf(buffer + (room ? written : 0), room, "%s%s=%s", written ? "," : "",
+                        problem_field_name(field), symbol);
+    } else {
+      n = std::snprintf(buffer + (room ? written : 0), room, "%s%s=%lld", written ? "," : "",
+                        problem_field_name(field), static_cast<long long>(problem.get(field)));
+    }
+    written += n;
+  }
+  return written;
+}
+
+}  // namespace tunecast

@@ -1,0 +1,336 @@
+// The shipped rule files (weights/rules/*.tcr) against every tuned row of MIOpen's perf DBs: each
+// row satisfies every constraint, except the exceptions the specs (shared/specs/*.md) document,
+// with the documented counts. Plus the perf DB reader itself.
+#include <doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../runtime/src/constraint_vm.h"
+#include "test_data.h"
+#include "tunecast/codegen/perfdb.h"
+#include "tunecast/codegen/rules_compiler.h"
+
+using namespace tunecast;
+
+namespace {
+
+vm::ProgramView view_of(const ir::Program& program) {
+  return {program.code.data(), static_cast<uint32_t>(program.code.size()), program.constants.data(),
+          static_cast<uint32_t>(program.constants.size())};
+}
+
+rules::CompiledRules load_rules(const std::string& kernel, const std::map<std::string, int64_t>& defines = {}) {
+  rules::CompileOptions options;
+  for (const auto& [name, value] : defines) options.defines[name] = value;
+  rules::CompiledRules out;
+  const Status status =
+      rules::compile_file(tunecast_test::source_path("weights/rules/" + kernel + ".tcr"), options, &out);
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  for (const ir::Constraint& c : out.constraints) {
+    const Status verified = vm::verify(view_of(c.program), static_cast<int>(c.position) + 1, c.text.c_str());
+    REQUIRE_MESSAGE(verified.is_ok(), verified.message());
+  }
+  return out;
+}
+
+// Whether the full vector satisfies every constraint (each one is evaluated with the full vector,
+// which reads only the positions up to its own).
+bool accepts(const rules::CompiledRules& rules, const Problem& problem, const std::vector<int64_t>& params) {
+  if (params.size() != rules.params.size()) return false;
+  for (const ir::Constraint& c : rules.constraints) {
+    int64_t result = 0;
+    if (!vm::evaluate(view_of(c.program), problem, params.data(), &result) || result == 0) return false;
+  }
+  return true;
+}
+
+std::vector<PerfDbRow> load_rows(const std::string& db, const std::string& solver) {
+  std::vector<PerfDbRow> rows;
+  const Status status = read_perf_db(tunecast_test::data_path("miopen/perfdb/" + db), solver, {}, &rows);
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  return rows;
+}
+
+struct Failures {
+  int count = 0;
+  std::vector<std::string> first;  // "params | problem" of the first few
+};
+
+template <typename Predicate>
+Failures failures(const rules::CompiledRules& rules, const std::vector<PerfDbRow>& rows, Predicate selected) {
+  Failures result;
+  for (const PerfDbRow& row : rows) {
+    if (!selected(row) || accepts(rules, row.problem, row.params)) continue;
+    ++result.count;
+    if (result.first.size() < 5) {
+      char problem[512];
+      format_problem(row.problem, problem, sizeof(problem));
+      result.first.push_back(row.params_text + " | " + problem);
+    }
+  }
+  return result;
+}
+
+Failures failures(const rules::CompiledRules& rules, const std::vector<PerfDbRow>& rows) {
+  return failures(rules, rows, [](const PerfDbRow&) { return true; });
+}
+
+std::string describe(const Failures& f) {
+  std::string text = std::to_string(f.count) + " failing rows";
+  for (const std::string& row : f.first) text += "\n  " + row;
+  return text;
+}
+
+bool strided(const PerfDbRow& row) {
+  return row.problem.get(ProblemField::kStrideH) > 1 || row.problem.get(ProblemField::kStrideW) > 1;
+}
+
+#define TUNECAST_REQUIRE_SHARED_DATA()                                                       \
+  if (!tunecast_test::have_shared_data()) {                                                  \
+    MESSAGE("skipped: shared data not found at " << tunecast_test::data_dir()                \
+                                                 << " (set TUNECAST_DATA_DIR)");             \
+    return;                                                                                  \
+  }
+
+struct DbCase {
+  const char* db;
+  size_t rows;
+};
+
+}  // namespace
+
+TEST_CASE("rules perfdb: ConvAsm1x1U rules hold for every tuned row") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  const rules::CompiledRules rules = load_rules("ConvAsm1x1U");
+  CHECK(rules.params.size() == 8);
+  CHECK(rules.constraints.size() == 23);
+  const rules::CompiledRules dy_reading = load_rules("ConvAsm1x1U", {{"img_reading", 3}});
+  // Spec: reading img_hw as the dy size H*W breaks the p = 3 rule on 6 of 259 (gfx900) and 5 of 64
+  // (gfx906) backward stride-2 rows.
+  struct Case : DbCase {
+    size_t backward_strided;
+    int dy_failures;
+  };
+  for (const Case& c : {Case{{"gfx900_56.db", 15417}, 259, 6}, Case{{"gfx906_60.db", 15577}, 64, 5}}) {
+    INFO(c.db);
+    const std::vector<PerfDbRow> rows = load_rows(c.db, "ConvAsm1x1U");
+    CHECK(rows.size() == c.rows);
+    const Failures all = failures(rules, rows);
+    CHECK_MESSAGE(all.count == 0, describe(all));
+
+    auto backward_strided = [](const PerfDbRow& row) {
+      return row.problem.get(ProblemField::kDir) == kBackwardData && strided(row);
+    };
+    size_t count = 0;
+    for (const PerfDbRow& row : rows) count += backward_strided(row);
+    CHECK(count == c.backward_strided);
+    CHECK(failures(dy_reading, rows, backward_strided).count == c.dy_failures);
+    CHECK(failures(dy_reading, rows).count == c.dy_failures);
+
+    // Negative checks: a read_size outside its domain, and for FP16 an odd k_mult.
+    int mutated = 0;
+    int fp16_checked = 0;
+    for (const PerfDbRow& row : rows) {
+      std::vector<int64_t> params = row.params;
+      params[0] = 5;
+      mutated += accepts(rules, row.problem, params);
+      if (row.problem.get(ProblemField::kDtype) == kFp16) {
+        params = row.params;
+        params[1] = 1;
+        CHECK_FALSE(accepts(rules, row.problem, params));
+        ++fp16_checked;
+      }
+    }
+    CHECK(mutated == 0);
+    CHECK(fp16_checked > 0);
+  }
+}
+
+TEST_CASE("rules perfdb: ConvOclDirectFwd1x1 rules hold for every tuned row but the documented artifact") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  const rules::CompiledRules rules = load_rules("ConvOclDirectFwd1x1");
+  CHECK(rules.params.size() == 9);
+  CHECK(rules.constraints.size() == 9);
+  for (uint32_t p = 0; p < 9; ++p) CHECK(rules.constraints[p].position == p);
+  const rules::CompiledRules narrow_dx = load_rules("ConvOclDirectFwd1x1", {{"dx_reading", 1}});  // 2W - 1
+  const rules::CompiledRules wide_dx = load_rules("ConvOclDirectFwd1x1", {{"dx_reading", 2}});    // 2W
+  struct Case : DbCase {
+    int artifacts;
+    size_t searched_backward_strided;  // searched version-0 B stride-2 rows
+    int narrow_failures;               // of those, failing with dx = 2W - 1 (spec: 231/297, 26/44)
+    int wide_default_failures;         // default rows failing with dx = 2W (spec: gfx900 2, gfx906 3)
+  };
+  for (const Case& c : {Case{{"gfx900_56.db", 18272}, 0, 297, 66, 2}, Case{{"gfx906_60.db", 4706}, 1, 44, 18, 3}}) {
+    INFO(c.db);
+    const std::vector<PerfDbRow> rows = load_rows(c.db, "ConvOclDirectFwd1x1");
+    CHECK(rows.size() == c.rows);
+    const Failures all = failures(rules, rows);
+    CHECK_MESSAGE(all.count == c.artifacts, describe(all));
+    for (const std::string& row : all.first) CHECK(row.rfind("16,16,16,16,1,1,2,3,1 | ", 0) == 0);
+
+    auto is_artifact = [](const PerfDbRow& row) { return row.params_text == "16,16,16,16,1,1,2,3,1"; };
+    auto searched_b_strided = [&](const PerfDbRow& row) {
+      return row.params[8] == 0 && row.problem.get(ProblemField::kDir) == kBackwardData && strided(row);
+    };
+    auto default_row = [&](const PerfDbRow& row) { return row.params[8] == 1 && !is_artifact(row); };
+    size_t count = 0;
+    for (const PerfDbRow& row : rows) count += searched_b_strided(row);
+    CHECK(count == c.searched_backward_strided);
+    CHECK(failures(narrow_dx, rows, searched_b_strided).count == c.narrow_failures);
+    CHECK(failures(wide_dx, rows, default_row).count == c.wide_default_failures);
+    CHECK(failures(wide_dx, rows, [&](const PerfDbRow& row) { return !default_row(row) && !is_artifact(row); })
+              .count == 0);
+
+    // Negative checks: n_stacks outside {0, 1}; a searched vector marked as a default.
+    int accepted = 0;
+    int searched = 0;
+    for (const PerfDbRow& row : rows) {
+      std::vector<int64_t> params = row.params;
+      params[8] = 2;
+      accepted += accepts(rules, row.problem, params);
+      if (row.params[8] == 0) {
+        params[8] = 1;
+        accepted += accepts(rules, row.problem, params);
+        ++searched;
+      }
+    }
+    CHECK(accepted == 0);
+    CHECK(searched > 0);
+  }
+}
+
+TEST_CASE("rules perfdb: ConvAsmBwdWrW1x1 rules hold for every tuned row") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  const rules::CompiledRules rules = load_rules("ConvAsmBwdWrW1x1");
+  CHECK(rules.params.size() == 10);
+  CHECK(rules.constraints.size() == 18);
+  // The implied early VGPR checks sit at p = 6 and p = 7.
+  int early = 0;
+  for (const ir::Constraint& c : rules.constraints) early += c.text.rfind("vgprs(", 0) == 0 && c.position < 9;
+  CHECK(early == 2);
+  for (const DbCase& c : {DbCase{"gfx900_56.db", 9050}, DbCase{"gfx906_60.db", 10664}}) {
+    INFO(c.db);
+    const std::vector<PerfDbRow> rows = load_rows(c.db, "ConvAsmBwdWrW1x1");
+    CHECK(rows.size() == c.rows);
+    const Failures all = failures(rules, rows);
+    CHECK_MESSAGE(all.count == 0, describe(all));
+    // Negative checks: chunk_size outside its domain; chunk_size * c_per_gpr != 16.
+    int accepted = 0;
+    for (const PerfDbRow& row : rows) {
+      std::vector<int64_t> params = row.params;
+      params[0] = 32;
+      accepted += accepts(rules, row.problem, params);
+      params = row.params;
+      params[1] = params[1] == 16 ? 8 : params[1] * 2;
+      accepted += accepts(rules, row.problem, params);
+    }
+    CHECK(accepted == 0);
+  }
+}
+
+TEST_CASE("rules perfdb: ConvAsmBwdWrW3x3 rules hold for every tuned row") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  const rules::CompiledRules rules = load_rules("ConvAsmBwdWrW3x3");
+  CHECK(rules.params.size() == 6);
+  CHECK(rules.constraints.size() == 17);
+  // Spec: the gfx900 stride-2 rows pass with x = (2h-1) x (2w-1); with x = 2h x 2w one row fails
+  // the instruction estimate.
+  const rules::CompiledRules narrow_x = load_rules("ConvAsmBwdWrW3x3", {{"x_reading", 1}});
+  const rules::CompiledRules wide_x = load_rules("ConvAsmBwdWrW3x3", {{"x_reading", 2}});
+  struct Case : DbCase {
+    size_t strided_rows;
+    int wide_failures;
+  };
+  for (const Case& c : {Case{{"gfx900_56.db", 2093}, 388, 1}, Case{{"gfx906_60.db", 1698}, 0, 0}}) {
+    INFO(c.db);
+    const std::vector<PerfDbRow> rows = load_rows(c.db, "ConvAsmBwdWrW3x3");
+    CHECK(rows.size() == c.rows);
+    const Failures all = failures(rules, rows);
+    CHECK_MESSAGE(all.count == 0, describe(all));
+    size_t count = 0;
+    for (const PerfDbRow& row : rows) count += strided(row);
+    CHECK(count == c.strided_rows);
+    CHECK(failures(narrow_x, rows).count == 0);
+    const Failures wide = failures(wide_x, rows);
+    CHECK_MESSAGE(wide.count == c.wide_failures, describe(wide));
+    if (wide.count == 1) CHECK(wide.first[0].rfind("0,0,8,8,8,1 | ", 0) == 0);
+
+    // Negative checks: limit_wave_cnt outside its domain; reverse_inout 1 on stride-2 rows.
+    int accepted = 0;
+    for (const PerfDbRow& row : rows) {
+      std::vector<int64_t> params = row.params;
+      params[0] = 10;
+      accepted += accepts(rules, row.problem, params);
+      if (strided(row)) {
+        params = row.params;
+        params[1] = 1;
+        accepted += accepts(rules, row.problem, params);
+      }
+    }
+    CHECK(accepted == 0);
+  }
+
+  // The instruction estimate depends on the architecture: FP16 is emulated without dot2, so the
+  // gfx906 FP16 rows do not all fit when read as gfx900.
+  std::vector<PerfDbRow> rows = load_rows("gfx906_60.db", "ConvAsmBwdWrW3x3");
+  for (PerfDbRow& row : rows) row.problem.set(ProblemField::kArch, kGfx900);
+  CHECK(failures(rules, rows).count > 0);
+}
+
+TEST_CASE("rules perfdb: the perf DB reader maps config columns to problem fields") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  PerfDb db;
+  Status status = PerfDb::open(tunecast_test::data_path("miopen/perfdb/gfx906_60.db"), &db);
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE(db.arch().has_value());
+  CHECK(*db.arch() == kGfx906);
+
+  std::vector<PerfDbRow> rows;
+  PerfDbFilter filter;
+  filter.dtype = kFp16;
+  filter.dir = kBackwardData;
+  REQUIRE(db.rows("ConvAsm1x1U", filter, &rows).is_ok());
+  REQUIRE_FALSE(rows.empty());
+  for (const PerfDbRow& row : rows) {
+    CHECK(row.problem.get(ProblemField::kDtype) == kFp16);
+    CHECK(row.problem.get(ProblemField::kDir) == kBackwardData);
+    CHECK(row.problem.get(ProblemField::kArch) == kGfx906);
+    CHECK(row.problem.get(ProblemField::kY) == 1);
+    CHECK(row.params.size() == 8);
+    CHECK(row.config_id > 0);
+  }
+  const PerfDbRow& first = rows.front();
+  CHECK(first.problem.has(ProblemField::kN));
+  CHECK(first.problem.get(ProblemField::kLayout) == kNchw);
+  CHECK(first.problem.get(ProblemField::kSpatialDim) == 2);
+
+  std::vector<std::pair<std::string, int64_t>> solvers;
+  REQUIRE(db.solvers(&solvers).is_ok());
+  bool found = false;
+  for (const auto& [name, count] : solvers) found |= name == "ConvAsm1x1U" && count == 15577;
+  CHECK(found);
+
+  std::vector<PerfDbRow> none;
+  REQUIRE(db.rows("NoSuchSolver", {}, &none).is_ok());
+  CHECK(none.empty());
+
+  status = PerfDb::open(tunecast_test::data_path("miopen/perfdb/missing.db"), &db);
+  CHECK(status.code() == StatusCode::kNotFound);
+  CHECK(std::string(status.message()).find("missing.db") != std::string::npos);
+  // A file that is not a perf DB (this test's own source).
+  status = PerfDb::open(tunecast_test::source_path("tests/test_rules_perfdb.cpp"), &db);
+  CHECK_FALSE(status.is_ok());
+}
+
+TEST_CASE("rules perfdb: parse_param_list") {
+  std::vector<int64_t> values;
+  CHECK(parse_param_list("4,16, 8 ,-1", &values));
+  CHECK(values == std::vector<int64_t>{4, 16, 8, -1});
+  CHECK_FALSE(parse_param_list("4,,8", &values));
+  CHECK_FALSE(parse_param_list("4,x", &values));
+  CHECK_FALSE(parse_param_list("", &values));
+  CHECK_FALSE(parse_param_list("4,", &values));
+  CHECK_FALSE(parse_param_list("99999999999999999999", &values));
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""Train a seq2seq tuning-parameter predictor, evaluate it with masked beam search, and export it
+(tunecast-ir JSON + .tce encoder input + card.md + metrics.json + model.pt).
+
+Examples:
+  /usr/bin/python3 tools/train.py --smoke --out /tmp/smoke                       # CI: seconds, CPU
+  /usr/bin/python3 tools/train.py --data .device/data --solver ConvAsm1x1U --model mlp \\
+      --epochs 60 --device cuda --out weights/ConvAsm1x1U
+Models: paper (LSTM enc-dec), attention (bi-LSTM + Luong dot), hybrid (Conv1D enc + LSTM dec),
+mlp (ours: MLP encoder over one feature row, 2-layer LSTM decoder reading the problem at every step).
+One model covers every arch / precision / direction asked for; they are encoder inputs.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import shlex
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tunecast_train import data, export, features, metrics, models, search  # noqa: E402
+from tunecast_train import baselines as bl  # noqa: E402
+
+INV_DTYPE = {v: k for k, v in data.DTYPES.items()}
+
+
+def parse():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
+                    help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py")
+    ap.add_argument("--solver", default="ConvAsm1x1U", choices=list(data.SOLVER_PARAMS))
+    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"])
+    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"])
+    ap.add_argument("--train-precision", nargs="+", default=None,
+                    help="precisions used for training (default: --precision); e.g. add BF16 as extra data")
+    ap.add_argument("--model", default="mlp", choices=list(models.MODELS))
+    ap.add_argument("--emb", type=int, default=32, help="token (and enc_in) embedding width")
+    ap.add_argument("--units", type=int, default=128, help="LSTM units (attention: per direction)")
+    ap.add_argument("--hidden", type=int, default=256, help="mlp: encoder width")
+    ap.add_argument("--filters", type=int, default=64, help="hybrid: Conv1D filters")
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--label-smoothing", type=float, default=0.1,
+                    help="mass spread over the current position's tokens")
+    ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--wd", type=float, default=1e-4)
+    ap.add_argument("--eval-every", type=int, default=5, help="epochs between validation beam searches")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split-seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads")
+    ap.add_argument("--smoke", action="store_true", help="a few seconds on a few hundred rows (CI)")
+    ap.add_argument("--name", help="model name (default <solver>_<model>)")
+    ap.add_argument("--out", required=True, help="output folder")
+    return ap.parse_args()
+
+
+def seed_all(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def smooth_targets(vocab, eps):
+    """[P + 1, V] smoothing mass per step: eps spread over the step's own tokens (none at the end)."""
+    S = torch.zeros(vocab.positions + 1, vocab.size)
+    for p, toks in enumerate(vocab.position_tokens):
+        S[p, toks] = eps / len(toks)
+    return S
+
+
+def groups(rows):
+    return sorted({(r["arch_name"], INV_DTYPE[r["dtype"]]) for r in rows})
+
+
+def evaluate(model, enc, vocab, rows, device, ks):
+    """{(arch, precision): metrics} with beam width k for every k."""
+    out = {}
+    for arch, prec in groups(rows):
+        sel = [r for r in rows if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
+        X = torch.tensor(enc.matrix(data.fields_matrix(sel)), device=device)
+        cache = {}
+
+        def cands(k, X=X, cache=cache):
+            if k not in cache:
+                cache[k] = [[vocab.decode(t) for t in beams] for beams in search.beam_search(model, X, vocab, k)]
+            return cache[k]
+        out[(arch, prec)] = metrics.score(cands, [r["params"] for r in sel], ks)
+    return out
+
+
+def main():
+    args = parse()
+    t0 = time.time()
+    torch.set_num_threads(args.threads)
+    seed_all(args.seed)
+    dev = torch.device(args.device)
+    name = args.name or f"{args.solver}_{args.model}"
+    ks = metrics.KS
+    train_prec = args.train_precision or args.precision
+    rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
+                     args.split_seed)
+    train = [r for r in rows if r["split"] == "train" and INV_DTYPE[r["dtype"]] in train_prec]
+    val = [r for r in rows if r["split"] == "val" and INV_DTYPE[r["dtype"]] in args.precision]
+    test = [r for r in rows if r["split"] == "test" and INV_DTYPE[r["dtype"]] in args.precision]
+    if args.smoke:
+        rng = random.Random(args.seed)
+        train, val, test = rng.sample(train, min(400, len(train))), val[:100], test[:100]
+        args.epochs, args.eval_every, args.units, args.hidden, args.emb = 3, 3, 16, 32, 8
+        ks = (1, 10)
+    print(f"[train] {name}: {len(train)} train / {len(val)} val / {len(test)} test rows, "
+          f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)
+
+    vocab = data.Vocabulary.from_rows(data.SOLVER_PARAMS[args.solver], train)
+    layout = models.MODELS[args.model].layout
+    enc = features.Encoding.select(data.fields_matrix(train), layout)
+    Xtr = enc.matrix(data.fields_matrix(train))
+    f = enc.values(Xtr)
+    mean, std = f.mean(0), f.std(0)
+    std[std < 1e-6] = 1.0
+    print(f"[train] vocabulary {vocab.size} tokens, encoder input {enc.shape[0]}x{enc.shape[1]} "
+          f"({enc.count} features)", flush=True)
+
+    P = vocab.positions
+    tok = torch.tensor([vocab.encode(r["params"]) for r in train])
+    tgt = torch.cat([tok, torch.zeros(len(tok), 1, dtype=torch.long)], 1)        # ... then end
+    tin = torch.cat([torch.zeros(len(tok), 1, dtype=torch.long), tok], 1)        # start, prefix
+    Xtr_t = torch.tensor(Xtr)
+    S = smooth_targets(vocab, args.label_smoothing).to(dev)
+    onehot_w = 1.0 - S.sum(1)                                                   # [P + 1]
+
+    model = models.build(args.model, enc.shape, vocab.size, mean, std, emb=args.emb, units=args.units,
+                         hidden=args.hidden, filters=args.filters, dropout=args.dropout).to(dev)
+    nparams = sum(p.numel() for p in model.parameters())
+    print(f"[train] model {args.model}: {nparams} parameters", flush=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.wd)
+    steps_per_epoch = math.ceil(len(train) / args.batch)
+    total = steps_per_epoch * args.epochs
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (2 * steps_per_epoch)) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    gen = torch.Generator().manual_seed(args.seed)
+
+    best, best_state, history = -1.0, None, []
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        perm = torch.randperm(len(train), generator=gen)
+        tot_loss = 0.0
+        for s in range(0, len(train), args.batch):
+            idx = perm[s:s + args.batch]
+            X, ti, tt = Xtr_t[idx].to(dev), tin[idx].to(dev), tgt[idx].to(dev)
+            logp = torch.log_softmax(model.teacher(X, ti), -1)                 # [B, P+1, V]
+            nll = -logp.gather(2, tt.unsqueeze(2)).squeeze(2) * onehot_w        # [B, P+1]
+            smooth = -(logp * S.unsqueeze(0)).sum(2)
+            loss = (nll + smooth).sum(1).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            tot_loss += loss.item() * len(idx)
+        msg = f"[train] epoch {epoch}/{args.epochs} loss {tot_loss / len(train):.4f}"
+        if epoch % args.eval_every == 0 or epoch == args.epochs:
+            vm = evaluate(model, enc, vocab, val, dev, (1, 10)) if val else {}
+            sc = float(np.mean([m["perfect@1"] + m["perfect@10"] for m in vm.values()])) if vm else 0.0
+            history.append({"epoch": epoch, "val_p1_plus_p10": sc})
+            msg += f" val(p@1+p@10, mean over groups) {sc:.1f}"
+            if sc > best:
+                best = sc
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                msg += " *"
+        print(msg + f" [{time.time() - t0:.0f}s]", flush=True)
+    model.load_state_dict(best_state)
+
+    print("[train] evaluating (beam width k for each k) ...", flush=True)
+    test_m = evaluate(model, enc, vocab, test, dev, ks)
+    val_m = evaluate(model, enc, vocab, val, dev, ks)
+    base = {}
+    for arch, prec in groups(test):
+        tr = [r for r in train if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
+        te = [r for r in test if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
+        near = bl.nearest(data.fields_matrix(tr), [r["params"] for r in tr], data.fields_matrix(te), max(ks))
+        base[(arch, prec)] = {"frequent": metrics.score([bl.frequent([r["params"] for r in tr])] * len(te),
+                                                        [r["params"] for r in te], ks),
+                              "nearest": metrics.score(near, [r["params"] for r in te], ks)}
+    table = []
+    for g in sorted(test_m):
+        table.append((f"{args.solver} {g[0]} {g[1]} {args.model}", test_m[g]))
+        for bname, m in base[g].items():
+            table.append((f"{args.solver} {g[0]} {g[1]} {bname}", m))
+    text = metrics.table(table, ks)
+    print(text, flush=True)
+
+    command = "/usr/bin/python3 tools/train.py " + shlex.join(sys.argv[1:])
+    key = lambda g: f"{g[0]}/{g[1]}"  # noqa: E731
+    result = {"name": name, "solver": args.solver, "model": args.model, "args": vars(args), "command": command,
+              "parameters": nparams, "rows": {"train": len(train), "val": len(val), "test": len(test)},
+              "test": {key(g): m for g, m in test_m.items()}, "val": {key(g): m for g, m in val_m.items()},
+              "baselines": {key(g): m for g, m in base.items()}, "history": history,
+              "train_seconds": round(time.time() - t0, 1)}
+    metadata = {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
+                "training_precisions": ",".join(train_prec), "model": args.model, "split_seed": str(args.split_seed),
+                "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
+                "seed": str(args.seed), "training_command": command, "source": "MIOpen perf DBs (commit 2d1fd997)",
+                "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}
+    os.makedirs(args.out, exist_ok=True)
+    j, jpath = export.write(args.out, model.cpu(), enc, vocab, name, metadata)
+    Xchk = torch.tensor(enc.matrix(data.fields_matrix(test[:4])))
+    tchk = torch.tensor([[max(t, 0) for t in vocab.encode(r["params"])] for r in test[:4]])
+    diff = export.check(model, j, Xchk, tchk)
+    result["export_max_abs_diff"] = diff
+    print(f"[train] export check: max |numpy - torch| = {diff:.2e} ({'ok' if diff < 1e-5 else 'FAILED'})")
+    torch.save({"state_dict": model.state_dict(), "args": vars(args), "encoding": enc.to_json(),
+                "vocabulary": vocab.to_json(), "mean": mean, "std": std}, os.path.join(args.out, "model.pt"))
+    with open(os.path.join(args.out, "metrics.json"), "w") as fh:
+        json.dump(result, fh, indent=1)
+    with open(os.path.join(args.out, "metrics.txt"), "w") as fh:
+        fh.write(text + "\n")
+    print(f"[train] wrote {jpath} ({os.path.getsize(jpath) / 1e6:.2f} MB), model.tce, model.pt, metrics.json "
+          f"in {time.time() - t0:.0f}s", flush=True)
+    if diff >= 1e-5:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""tunecast trainer: perf-DB data, baselines, seq2seq training and export to tunecast-ir JSON."""

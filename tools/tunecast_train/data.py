@@ -1,0 +1,187 @@
+"""Perf-DB extraction, the deterministic problem split, and per-position vocabularies.
+
+A row is one tuned problem: the problem fields named as in runtime/include/tunecast/problem.h
+(integers, enumerations as their problem.h values), plus solver, arch, split and the tuned
+parameter vector.
+"""
+import csv
+import glob
+import hashlib
+import os
+import sqlite3
+
+import numpy as np
+
+# problem.h field order; these are also the integer expression symbols of the rules language.
+FIELDS = ["dir", "dtype", "layout", "n", "c", "k", "h", "w", "d", "y", "x", "z",
+          "pad_h", "pad_w", "pad_d", "stride_h", "stride_w", "stride_d",
+          "dil_h", "dil_w", "dil_d", "g", "bias", "spatial_dim", "arch"]
+
+# problem.h symbolic values.
+DIRECTIONS = {"F": 0, "B": 1, "W": 2}
+DTYPES = {"FP32": 0, "FP16": 1, "BF16": 2, "INT8": 3}
+LAYOUTS = {"NCHW": 0, "NHWC": 1, "NCDHW": 2, "NDHWC": 3}
+ARCHS = {"gfx900": 0, "gfx906": 1, "gfx908": 2, "gfx90a": 3, "gfx942": 4, "gfx1030": 5}
+SYMBOLS = {**DIRECTIONS, **DTYPES, **LAYOUTS, **ARCHS}
+
+# perf DB config column -> problem field. Order is the config table's (minus id); the split hash
+# walks it in this order.
+CONFIG_COLUMNS = [
+    ("layout", "layout"), ("data_type", "dtype"), ("direction", "dir"), ("spatial_dim", "spatial_dim"),
+    ("in_channels", "c"), ("in_h", "h"), ("in_w", "w"), ("in_d", "d"),
+    ("fil_h", "y"), ("fil_w", "x"), ("fil_d", "z"), ("out_channels", "k"), ("batchsize", "n"),
+    ("pad_h", "pad_h"), ("pad_w", "pad_w"), ("pad_d", "pad_d"),
+    ("conv_stride_h", "stride_h"), ("conv_stride_w", "stride_w"), ("conv_stride_d", "stride_d"),
+    ("dilation_h", "dil_h"), ("dilation_w", "dil_w"), ("dilation_d", "dil_d"),
+    ("bias", "bias"), ("group_count", "g"),
+]
+
+SOLVER_PARAMS = {
+    "ConvAsm1x1U": ["read_size", "k_mult", "chunks_per_wave", "chunk_size", "n_mult", "c_mult",
+                    "waves_c_in_group", "waves_k_in_group"],
+    "ConvOclDirectFwd1x1": ["grp_tile1", "grp_tile0", "in_tile1", "in_tile0", "out_pix_tile1",
+                            "out_pix_tile0", "n_out_pix_tiles", "n_in_data_tiles", "n_stacks"],
+    "ConvAsmBwdWrW1x1": ["chunk_size", "c_per_gpr", "c_mult", "k_per_gpr", "k_mult", "n_per_gpr",
+                         "n_part_cnt", "read_size", "short_store", "data_prefetch"],
+    "ConvAsmBwdWrW3x3": ["limit_wave_cnt", "reverse_inout", "chunk_size", "k_per_wave",
+                         "pipe_lines_depth", "n_per_group"],
+}
+
+DEFAULT_PERFDB_DIR = "/work/shared/data/miopen/perfdb"
+SPLITS = ("train", "val", "test")
+
+
+def descriptor_text(config_row):
+    """Canonical text of a problem descriptor: every config column but id, in table order, with the
+    DB's own spelling ('layout=NCHW;data_type=FP32;...'). Independent of arch and row order."""
+    return ";".join(f"{col}={config_row[col]}" for col, _ in CONFIG_COLUMNS)
+
+
+def split_of(descriptor, seed=0):
+    """80/10/10 split from sha256('<seed>:<descriptor>'): first 8 bytes big-endian, mod 1000:
+    < 800 train, < 900 val, else test."""
+    digest = hashlib.sha256(f"{seed}:{descriptor}".encode()).digest()
+    bucket = int.from_bytes(digest[:8], "big") % 1000
+    return "train" if bucket < 800 else "val" if bucket < 900 else "test"
+
+
+def perfdb_path(perfdb_dir, arch):
+    paths = sorted(glob.glob(os.path.join(perfdb_dir, f"{arch}_*.db")))
+    if not paths:
+        raise FileNotFoundError(f"no perf DB for {arch} in {perfdb_dir} (expected {arch}_<CUs>.db)")
+    return paths[0]
+
+
+def extract(perfdb_dir, solvers, archs, precisions, split_seed=0):
+    """Rows (dicts) for every (solver, arch, precision) asked, straight from the SQLite perf DBs."""
+    rows = []
+    for arch in archs:
+        con = sqlite3.connect(f"file:{perfdb_path(perfdb_dir, arch)}?mode=ro", uri=True)
+        con.row_factory = sqlite3.Row
+        q = ("SELECT c.*, p.solver AS solver, p.params AS params FROM perf_db p JOIN config c "
+             "ON p.config = c.id WHERE p.solver IN (%s) AND c.data_type IN (%s) ORDER BY c.id, p.solver"
+             % (",".join("?" * len(solvers)), ",".join("?" * len(precisions))))
+        for r in con.execute(q, list(solvers) + list(precisions)):
+            row = {"solver": r["solver"], "arch_name": arch, "config_id": r["id"]}
+            for col, field in CONFIG_COLUMNS:
+                v = r[col]
+                row[field] = SYMBOLS[v] if field in ("dir", "dtype", "layout") else int(v)
+            row["arch"] = ARCHS[arch]
+            row["split"] = split_of(descriptor_text(r), split_seed)
+            row["params"] = [int(t) for t in r["params"].split(",")]
+            rows.append(row)
+        con.close()
+    return rows
+
+
+CSV_COLUMNS = ["solver", "arch_name", "config_id", "split"] + FIELDS + ["params"]
+
+
+def write_csv(rows, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for r in rows:
+            w.writerow([r[c] if c != "params" else ",".join(map(str, r[c])) for c in CSV_COLUMNS])
+
+
+def read_csv(path):
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row = {c: r[c] for c in ("solver", "arch_name", "split")}
+            row["config_id"] = int(r["config_id"])
+            for fld in FIELDS:
+                row[fld] = int(r[fld])
+            row["params"] = [int(t) for t in r["params"].split(",")]
+            rows.append(row)
+    return rows
+
+
+def load(data, solvers, archs, precisions, split_seed=0):
+    """Rows from an extracted CSV (a file, or a folder holding <solver>.csv) or from a perf DB folder."""
+    inv_dtype = {v: k for k, v in DTYPES.items()}
+    if os.path.isdir(data) and glob.glob(os.path.join(data, "*.db")):
+        return extract(data, solvers, archs, precisions, split_seed)
+    paths = [data] if os.path.isfile(data) else [os.path.join(data, f"{s}.csv") for s in solvers]
+    rows = []
+    for p in paths:
+        rows += [r for r in read_csv(p) if r["solver"] in solvers and r["arch_name"] in archs
+                 and inv_dtype[r["dtype"]] in precisions]
+    if split_seed != 0:  # CSVs hold the seed-0 split; recompute from the fields for other seeds
+        raise ValueError("CSV data holds the split of seed 0; extract again with --split-seed")
+    return rows
+
+
+def fields_matrix(rows):
+    """[N, len(FIELDS)] int64 matrix of problem fields."""
+    return np.array([[r[f] for f in FIELDS] for r in rows], dtype=np.int64)
+
+
+class Vocabulary:
+    """Position-segmented vocabulary: token 0 is the end token (value -1); then every position's
+    distinct values, sorted, each with its own token even where two positions share a value."""
+
+    def __init__(self, param_names, position_values):
+        self.param_names = list(param_names)
+        self.position_values = [sorted(set(v)) for v in position_values]
+        self.token_values = [-1]
+        self.position_tokens = []
+        self.lookup = []
+        for values in self.position_values:
+            toks = list(range(len(self.token_values), len(self.token_values) + len(values)))
+            self.token_values += values
+            self.position_tokens.append(toks)
+            self.lookup.append(dict(zip(values, toks)))
+
+    @classmethod
+    def from_rows(cls, param_names, rows):
+        cols = list(zip(*[r["params"] for r in rows]))
+        return cls(param_names, cols)
+
+    @property
+    def size(self):
+        return len(self.token_values)
+
+    @property
+    def positions(self):
+        return len(self.param_names)
+
+    def encode(self, params):
+        """Token list for a parameter vector; -1 for a value never seen in training."""
+        return [self.lookup[p].get(v, -1) for p, v in enumerate(params)]
+
+    def decode(self, tokens):
+        return [self.token_values[t] for t in tokens]
+
+    def to_json(self):
+        return {"token_values": self.token_values, "end_tokens": [0],
+                "parameters": [{"name": n, "tokens": t} for n, t in zip(self.param_names, self.position_tokens)],
+                "end_policy": "EndTokenAfterLast"}
+
+    @classmethod
+    def from_json(cls, j):
+        names = [p["name"] for p in j["parameters"]]
+        values = [[j["token_values"][t] for t in p["tokens"]] for p in j["parameters"]]
+        return cls(names, values)

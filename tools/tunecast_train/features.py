@@ -1,0 +1,224 @@
+"""Encoder input = the rules language's `encode` declarations, evaluated in Python.
+
+One list of element declarations (row, col, transform, expression text) is the single source of
+truth: `Encoding.text()` writes it as a `.tce` file, and `Encoding.matrix()` evaluates the very same
+expression strings with the small C-like evaluator below. Nothing else computes features, so the
+runtime's input and the trainer's input cannot diverge.
+"""
+import re
+
+import numpy as np
+
+from .data import FIELDS, SYMBOLS
+
+# ---------------------------------------------------------------------------------------------
+# Integer expressions: C operators and precedence, ?:, problem fields and symbols (F, FP16, gfx906).
+_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_][A-Za-z_0-9]*|==|!=|<=|>=|&&|\|\||[-+*/%<>!?:()])")
+_BINARY = [  # lowest to highest precedence
+    ["||"], ["&&"], ["==", "!="], ["<", "<=", ">", ">="], ["+", "-"], ["*", "/", "%"]]
+
+
+def _c_div(a, b):
+    q = np.abs(a) // np.maximum(np.abs(b), 1)
+    return np.where(b == 0, 0, np.sign(a) * np.sign(b) * q)
+
+
+def _c_mod(a, b):
+    return a - _c_div(a, b) * b
+
+
+_OPS = {
+    "||": lambda a, b: ((a != 0) | (b != 0)).astype(np.int64),
+    "&&": lambda a, b: ((a != 0) & (b != 0)).astype(np.int64),
+    "==": lambda a, b: (a == b).astype(np.int64), "!=": lambda a, b: (a != b).astype(np.int64),
+    "<": lambda a, b: (a < b).astype(np.int64), "<=": lambda a, b: (a <= b).astype(np.int64),
+    ">": lambda a, b: (a > b).astype(np.int64), ">=": lambda a, b: (a >= b).astype(np.int64),
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": _c_div, "%": _c_mod,
+}
+
+
+class Expr:
+    """Parsed integer expression; `eval(env)` takes field name -> int64 array."""
+
+    def __init__(self, text):
+        self.text = text
+        self.toks = _TOKEN.findall(text)
+        if "".join(self.toks) != re.sub(r"\s+", "", text):
+            raise ValueError(f"bad character in expression: {text!r}")
+        self.pos = 0
+        self.fields = set()
+        self.fn = self._ternary()
+        if self.pos != len(self.toks):
+            raise ValueError(f"trailing tokens in expression: {text!r}")
+
+    def _peek(self):
+        return self.toks[self.pos] if self.pos < len(self.toks) else None
+
+    def _take(self, expected=None):
+        t = self._peek()
+        if t is None or (expected and t != expected):
+            raise ValueError(f"expected {expected or 'a token'} in {self.text!r}")
+        self.pos += 1
+        return t
+
+    def _ternary(self):
+        cond = self._binary(0)
+        if self._peek() == "?":
+            self._take()
+            a = self._ternary()
+            self._take(":")
+            b = self._ternary()
+            return lambda env: np.where(cond(env) != 0, a(env), b(env))
+        return cond
+
+    def _binary(self, level):
+        if level == len(_BINARY):
+            return self._unary()
+        lhs = self._binary(level + 1)
+        while self._peek() in _BINARY[level]:
+            op = _OPS[self._take()]
+            rhs = self._binary(level + 1)
+            lhs = (lambda l, r, o: lambda env: o(l(env), r(env)))(lhs, rhs, op)
+        return lhs
+
+    def _unary(self):
+        t = self._peek()
+        if t == "-":
+            self._take()
+            f = self._unary()
+            return lambda env: -f(env)
+        if t == "!":
+            self._take()
+            f = self._unary()
+            return lambda env: (f(env) == 0).astype(np.int64)
+        if t == "(":
+            self._take()
+            f = self._ternary()
+            self._take(")")
+            return f
+        t = self._take()
+        if t.isdigit():
+            v = np.int64(int(t))
+            return lambda env: v
+        if t in FIELDS:
+            self.fields.add(t)
+            return lambda env: env[t]
+        if t in SYMBOLS:
+            v = np.int64(SYMBOLS[t])
+            return lambda env: v
+        raise ValueError(f"unknown symbol {t!r} in {self.text!r}")
+
+    def eval(self, env, n):
+        return np.broadcast_to(np.asarray(self.fn(env), dtype=np.int64), (n,))
+
+
+# ---------------------------------------------------------------------------------------------
+def _tz(e):  # number of trailing zero bits, capped at 6 (divisibility by 2..64)
+    return " + ".join(f"({e} % {1 << j} == 0)" for j in range(1, 7))
+
+
+# Candidate scalar features (transform, expression). Those constant on the training rows are dropped.
+CANDIDATES = [
+    ("log2", "n"), ("log2", "c"), ("log2", "k"), ("log2", "h"), ("log2", "w"),
+    ("log2", "h * w"), ("log2", "c * k"), ("log2", "n * h * w"),
+    ("log2", "((h - 1) / stride_h + 1) * ((w - 1) / stride_w + 1)"),
+    ("raw", "stride_h"), ("raw", "stride_w"), ("log2", "g"), ("log2", "c / g"), ("log2", "k / g"),
+    ("raw", _tz("c")), ("raw", _tz("k")), ("raw", _tz("n")), ("raw", _tz("h * w")),
+    ("raw", "dir == B"), ("raw", "dir == W"),
+    ("raw", "dtype == FP16"), ("raw", "dtype == BF16"), ("raw", "arch == gfx906"),
+]
+
+
+def _apply(transform, values):
+    if transform == "log2":
+        return np.log2(np.maximum(values, 1)).astype(np.float64)
+    if transform == "raw":
+        return values.astype(np.float64)
+    raise ValueError(transform)
+
+
+def _env(fields):
+    return {f: fields[:, i] for i, f in enumerate(FIELDS)}
+
+
+class Encoding:
+    """Scalar features laid out as the encoder input.
+
+    layout "flat": 1 x T, element (0, t) = feature t (one time step; MLP encoders).
+    layout "diag": T x 2T, element (t, t) = feature t and (t, T + t) = 1 (one time step per feature,
+    with a per-step indicator so a first Dense layer can hold a per-feature bias; sequence encoders).
+    """
+
+    def __init__(self, features, layout, ranges=None):
+        self.features = [tuple(f) for f in features]
+        self.layout = layout
+        self.ranges = ranges or {}
+        self.exprs = {e: Expr(e) for _, e in self.features}
+        self.exprs["1"] = Expr("1")
+
+    @classmethod
+    def select(cls, train_fields, layout):
+        env = _env(train_fields)
+        kept = []
+        for tr, e in CANDIDATES:
+            v = _apply(tr, Expr(e).eval(env, len(train_fields)))
+            if v.std() > 1e-9:
+                kept.append((tr, e))
+        enc = cls(kept, layout)
+        used = sorted(set().union(*[enc.exprs[e].fields for _, e in kept]), key=FIELDS.index)
+        enc.ranges = {f: (int(train_fields[:, FIELDS.index(f)].min()), int(train_fields[:, FIELDS.index(f)].max()))
+                      for f in used}
+        return enc
+
+    @property
+    def count(self):
+        return len(self.features)
+
+    @property
+    def shape(self):
+        t = self.count
+        return (1, t) if self.layout == "flat" else (t, 2 * t)
+
+    def elements(self):
+        """(row, col, transform, expression) for every non-zero element."""
+        out = []
+        for t, (tr, e) in enumerate(self.features):
+            if self.layout == "flat":
+                out.append((0, t, tr, e))
+            else:
+                out.append((t, t, tr, e))
+                out.append((t, self.count + t, "raw", "1"))
+        return out
+
+    def text(self, title=""):
+        rows, cols = self.shape
+        lines = [f"# {title}" if title else "# tunecast encoder input",
+                 "# Generated by tools/tunecast_train/features.py; the trainer evaluated these exact lines.",
+                 f"input {rows} x {cols}"]
+        lines += [f"encode {r} {c} {tr} {e}" for r, c, tr, e in self.elements()]
+        lines += [f"range {f} {lo} {hi}" for f, (lo, hi) in self.ranges.items()]
+        return "\n".join(lines) + "\n"
+
+    def matrix(self, fields):
+        """[N, rows, cols] float32 encoder inputs for an [N, len(FIELDS)] field matrix."""
+        n = len(fields)
+        env = _env(np.asarray(fields, dtype=np.int64))
+        rows, cols = self.shape
+        x = np.zeros((n, rows, cols), dtype=np.float64)
+        for r, c, tr, e in self.elements():
+            x[:, r, c] = _apply(tr, self.exprs[e].eval(env, n))
+        return x.astype(np.float32)
+
+    def values(self, x):
+        """The T scalar feature values inside encoder inputs [N, rows, cols] (inverse of the layout)."""
+        t = np.arange(self.count)
+        return x[:, 0, t] if self.layout == "flat" else x[:, t, t]
+
+    def to_json(self):
+        return {"features": [list(f) for f in self.features], "layout": self.layout,
+                "ranges": {k: list(v) for k, v in self.ranges.items()}}
+
+    @classmethod
+    def from_json(cls, j):
+        return cls(j["features"], j["layout"], {k: tuple(v) for k, v in j["ranges"].items()})

@@ -1,0 +1,51 @@
+"""Beam search masked to each position's tokens (the runtime adds validity constraints on top).
+
+Scoring, as documented in docs/training.md: a hypothesis' score is the sum over steps of
+log_softmax(logits over the whole vocabulary)[token]; at step p only position p's tokens are
+candidates; after the last position the end token's log-probability is added (EndTokenAfterLast)
+and the beam is re-sorted. Ties keep torch.topk's order.
+"""
+import torch
+
+
+@torch.no_grad()
+def beam_search(model, X, vocab, width, batch=1024, end_score=True):
+    """X [N, rows, cols] float tensor on the model's device -> list (per problem) of token lists,
+    best first, at most `width` each."""
+    model.eval()
+    dev = X.device
+    pos_tokens = [torch.tensor(t, device=dev) for t in vocab.position_tokens]
+    results = []
+    for s in range(0, len(X), batch):
+        Xc = X[s:s + batch]
+        n = len(Xc)
+        states, mem = model.encode(Xc)
+        prob = torch.arange(n, device=dev)          # problem index of each live row
+        scores = torch.zeros(n, 1, device=dev)
+        seqs = torch.zeros(n, 1, 0, dtype=torch.long, device=dev)
+        prev = torch.zeros(n, dtype=torch.long, device=dev)
+        kc = 1
+        for p, toks in enumerate(pos_tokens):
+            logits, states = model.step(prev, states, None if mem is None else mem[prob])
+            lp = torch.log_softmax(logits.float(), -1)[:, toks].view(n, kc, -1)
+            tp = lp.shape[2]
+            tot = (scores.unsqueeze(2) + lp).view(n, kc * tp)
+            kk = min(width, kc * tp)
+            top = tot.topk(kk, dim=1)
+            parent, choice = top.indices // tp, top.indices % tp
+            scores = top.values
+            rows = (torch.arange(n, device=dev).unsqueeze(1) * kc + parent).view(-1)
+            states = [st[rows] for st in states]
+            prob = prob[rows]
+            new_tok = toks[choice]
+            seqs = torch.cat([seqs.gather(1, parent.unsqueeze(2).expand(-1, -1, seqs.shape[2])),
+                              new_tok.unsqueeze(2)], 2)
+            prev = new_tok.view(-1)
+            kc = kk
+        if end_score:
+            logits, _ = model.step(prev, states, None if mem is None else mem[prob])
+            scores = scores + torch.log_softmax(logits.float(), -1)[:, 0].view(n, kc)
+            order = torch.sort(scores, dim=1, descending=True, stable=True).indices
+            seqs = seqs.gather(1, order.unsqueeze(2).expand(-1, -1, seqs.shape[2]))
+        results += seqs.cpu().tolist()
+    return results
