@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../runtime/src/constraint_vm.h"
+#include "constraint_vm.h"
 #include "test_data.h"
 #include "tunecast/codegen/rules_compiler.h"
 
@@ -23,7 +23,7 @@ vm::ProgramView view_of(const ir::Program& program) {
 Problem make_problem(const char* text) {
   Problem problem;
   const Status status = parse_problem(text, &problem);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   return problem;
 }
 
@@ -31,11 +31,17 @@ Problem make_problem(const char* text) {
 bool eval_expr(const std::string& expr, const Problem& problem, int64_t* value) {
   rules::CompiledRules out;
   const Status status = rules::compile("input 1 x 1\nencode 0 0 raw " + expr + "\n", "expr", &out);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   REQUIRE(out.encoding.has_value());
   const ir::Program& program = out.encoding->features.at(0).program;
   REQUIRE(vm::verify(view_of(program), 0, "expr").is_ok());
   return vm::evaluate(view_of(program), problem, nullptr, value);
+}
+
+// parse_problem takes no negative values; the semantics tests need them.
+Problem with(Problem problem, ProblemField field, int64_t value) {
+  problem.set(field, value);
+  return problem;
 }
 
 int64_t eval_ok(const std::string& expr, const Problem& problem) {
@@ -55,7 +61,7 @@ std::string compile_error(const std::string& text, const std::vector<std::string
 
 TEST_CASE("rules: arithmetic follows C semantics on int64") {
   // Fields keep the compiler from folding, so the stack machine computes every value here.
-  const Problem p = make_problem("dir=F,dtype=FP32,n=7,c=2,k=-3,h=0,w=64,y=1,x=1");
+  const Problem p = with(make_problem("dir=F,dtype=FP32,n=7,c=2,k=3,h=0,w=64,y=1,x=1"), ProblemField::kK, -3);
   CHECK(eval_ok("n + c * k", p) == 1);
   CHECK(eval_ok("(n + c) * k", p) == -27);
   CHECK(eval_ok("k * n / c", p) == -10);  // -21 / 2 truncates toward zero
@@ -90,7 +96,7 @@ TEST_CASE("rules: arithmetic follows C semantics on int64") {
 }
 
 TEST_CASE("rules: folded constants agree with the stack machine") {
-  const Problem p = make_problem("dir=F,dtype=FP32,n=7,c=2,k=-3,h=0,w=64,y=1,x=1");
+  const Problem p = make_problem("dir=F,dtype=FP32,n=7,c=2,k=3,h=0,w=64,y=1,x=1");
   CHECK(eval_ok("-21 / 2", p) == -10);
   CHECK(eval_ok("-21 % 2", p) == -1);
   CHECK(eval_ok("ceil_div(-7, 2)", p) == -3);
@@ -102,7 +108,8 @@ TEST_CASE("rules: folded constants agree with the stack machine") {
 }
 
 TEST_CASE("rules: evaluation failures make the result invalid") {
-  const Problem p = make_problem("dir=F,dtype=FP32,n=7,c=0,k=-1,h=4611686018427387904,w=64,y=1,x=1");
+  const Problem p = with(make_problem("dir=F,dtype=FP32,n=7,c=0,k=1,h=4611686018427387904,w=64,y=1,x=1"),
+                         ProblemField::kK, -1);
   int64_t value = 0;
   CHECK_FALSE(eval_expr("n / c", p, &value));
   CHECK_FALSE(eval_expr("n % c", p, &value));
@@ -138,7 +145,7 @@ TEST_CASE("rules: constraint positions come from the parameters referenced, thro
       "require c_mult <= 4 ||\n"       // 2 (continued line)
       "        a == 1\n";
   const Status status = rules::compile(text, "pos.tcr", &out);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   REQUIRE(out.constraints.size() == 6);
   CHECK(out.params == std::vector<std::string>{"a", "b", "c_mult", "last"});
   CHECK(out.constraints[0].position == 0);
@@ -198,8 +205,8 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
   CHECK(compile_error("params a\nrequire a / 0 == 1\n") == "t.tcr:2:13: division by literal zero");
   CHECK(compile_error("params a\nrequire a % 0 == 1\n") == "t.tcr:2:13: division by literal zero");
   CHECK(compile_error("params a\nrequire ceil_div(a, 0) == 1\n") == "t.tcr:2:21: division by literal zero");
-  CHECK(compile_error("params a\nlet z = 2 - 2\nrequire a / z == 1\n") ==
-        "t.tcr:2:9: division by zero (the divisor is the constant 0)");
+  CHECK(compile_error("params a\nlet zero = 2 - 2\nrequire a / zero == 1\n") ==
+        "t.tcr:3:11: division by zero (the divisor is the constant 0)");
   CHECK(compile_error("params a\nrequire a < later\nlet later = 4\n") ==
         "t.tcr:2:13: let 'later' used before its definition (line 3)");
   CHECK(compile_error("params a\nrequire a + {1, 2} > 0\n") ==
@@ -214,7 +221,7 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
         "t.tcr:2:16: this symbol is a value of 'dtype', compared with 'dir'");
   CHECK(compile_error("params a\nrequire a > 1.5\n") ==
         "t.tcr:2:13: floating-point literal '1.5' in an integer expression");
-  CHECK(compile_error("params a\nrequire (a > 1\n") == "t.tcr:3:1: expected ')' to close '(', found end of file");
+  CHECK(compile_error("params a\nrequire (a > 1\n") == "t.tcr:3:1: expected ')' to close '(', found end of line");
   CHECK(compile_error("params a\nrequire a >\n") == "t.tcr:3:1: expected an expression, found end of file");
   CHECK(compile_error("params a\nrequire a > 1 2\n") ==
         "t.tcr:2:15: unexpected '2' after the end of the statement");
@@ -230,7 +237,7 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
   // Parameter names from the model.
   CHECK(compile_error("params a, b\nrequire b > a\n", {"a", "b"}) == "(compiled)");
   CHECK(compile_error("require b > a\n", {"a", "b"}) == "(compiled)");
-  CHECK(compile_error("params a, b\n", {"a", "b", "z"}) ==
+  CHECK(compile_error("params a, b\n", {"a", "b", "q2"}) ==
         "t.tcr:1:1: params statement lists 2 parameters but the model has 3");
   CHECK(compile_error("params a, q\n", {"a", "b"}) == "t.tcr:1:11: param 1 is 'q' here but 'b' in the model");
   // Encodings.
@@ -255,9 +262,9 @@ TEST_CASE("rules: feature encodings") {
       "encode 1 0 onehot 3 dir   # columns 0..2\n"
       "encode 2 3 standardize 12.5 -3e-1 c\n"
       "range c 1 2048\n"
-      "range n 1 -1 + 513\n";
+      "range n -1 512\n";
   const Status status = rules::compile(text, "enc.tce", &out);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   REQUIRE(out.encoding.has_value());
   const ir::Encoding& e = *out.encoding;
   CHECK(e.rows == 3);
@@ -274,6 +281,7 @@ TEST_CASE("rules: feature encodings") {
   CHECK(e.required_fields == std::vector<std::string>{"dir", "dtype", "n", "c"});
   REQUIRE(e.ranges.size() == 2);
   CHECK(e.ranges[1].field == "n");
+  CHECK(e.ranges[1].min == -1);
   CHECK(e.ranges[1].max == 512);
   CHECK(out.constraints.empty());
 }
@@ -282,7 +290,7 @@ TEST_CASE("rules: the gfx908 ConvAsm1x1U encoding is MIOpen's diagonal") {
   rules::CompiledRules out;
   const Status status =
       rules::compile_file(tunecast_test::source_path("weights/encodings/gfx908_ConvAsm1x1U.tce"), {}, &out);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   REQUIRE(out.encoding.has_value());
   CHECK(out.encoding->rows == 8);
   CHECK(out.encoding->cols == 8);
@@ -314,13 +322,13 @@ TEST_CASE("rules: the shipped rule files compile and verify") {
     rules::CompiledRules out;
     const Status status =
         rules::compile_file(tunecast_test::source_path(std::string("weights/rules/") + kernel + ".tcr"), {}, &out);
-    REQUIRE_MESSAGE(status.is_ok(), status.message());
+    REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
     CHECK_FALSE(out.params.empty());
     CHECK_FALSE(out.constraints.empty());
     for (const ir::Constraint& c : out.constraints) {
       CHECK(c.position < out.params.size());
       const Status verified = vm::verify(view_of(c.program), static_cast<int>(c.position) + 1, c.text.c_str());
-      CHECK_MESSAGE(verified.is_ok(), verified.message());
+      CHECK_MESSAGE(verified.is_ok(), std::string(verified.message()));
     }
   }
 }
@@ -405,7 +413,7 @@ TEST_CASE("rules: the verifier rejects malicious bytecode with readable messages
   CHECK(verify_error({kLoadField, 3, kJumpIfFalse, 2, kPushInt, 1, kPushInt, 2}) ==
         name + "stack depth 0 from a jump and 1 from the previous instruction meet at word 6");
   CHECK(verify_error({kLoadField, 3, kLoadField, 4, kAndThen, 2, kJumpIfFalse, 0, kPushInt, 1}) ==
-        name + "stack depth 2 from a jump and 1 from the previous instruction meet at word 8");
+        name + "stack depths 2 and 0 meet at word 8 (jump at word 6)");
   CHECK(verify_error({kPushInt, 1, kPushInt, 2, kJumpIfFalse, 4, kJumpIfFalse, 2, kPushInt, 3}) ==
         name + "stack depths 1 and 0 meet at word 10 (jump at word 6)");
   // Truncated operands.

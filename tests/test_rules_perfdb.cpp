@@ -2,12 +2,16 @@
 // row satisfies every constraint, except the exceptions the specs (shared/specs/*.md) document,
 // with the documented counts. Plus the perf DB reader itself.
 #include <doctest.h>
+#include <sqlite3.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <map>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
-#include "../runtime/src/constraint_vm.h"
+#include "constraint_vm.h"
 #include "test_data.h"
 #include "tunecast/codegen/perfdb.h"
 #include "tunecast/codegen/rules_compiler.h"
@@ -27,10 +31,10 @@ rules::CompiledRules load_rules(const std::string& kernel, const std::map<std::s
   rules::CompiledRules out;
   const Status status =
       rules::compile_file(tunecast_test::source_path("weights/rules/" + kernel + ".tcr"), options, &out);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   for (const ir::Constraint& c : out.constraints) {
     const Status verified = vm::verify(view_of(c.program), static_cast<int>(c.position) + 1, c.text.c_str());
-    REQUIRE_MESSAGE(verified.is_ok(), verified.message());
+    REQUIRE_MESSAGE(verified.is_ok(), std::string(verified.message()));
   }
   return out;
 }
@@ -49,7 +53,7 @@ bool accepts(const rules::CompiledRules& rules, const Problem& problem, const st
 std::vector<PerfDbRow> load_rows(const std::string& db, const std::string& solver) {
   std::vector<PerfDbRow> rows;
   const Status status = read_perf_db(tunecast_test::data_path("miopen/perfdb/" + db), solver, {}, &rows);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   return rows;
 }
 
@@ -283,7 +287,7 @@ TEST_CASE("rules perfdb: the perf DB reader maps config columns to problem field
   TUNECAST_REQUIRE_SHARED_DATA();
   PerfDb db;
   Status status = PerfDb::open(tunecast_test::data_path("miopen/perfdb/gfx906_60.db"), &db);
-  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   REQUIRE(db.arch().has_value());
   CHECK(*db.arch() == kGfx906);
 
@@ -322,6 +326,62 @@ TEST_CASE("rules perfdb: the perf DB reader maps config columns to problem field
   // A file that is not a perf DB (this test's own source).
   status = PerfDb::open(tunecast_test::source_path("tests/test_rules_perfdb.cpp"), &db);
   CHECK_FALSE(status.is_ok());
+}
+
+TEST_CASE("rules perfdb: the perf DB reader names missing tables and columns") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tunecast_perfdb_" + std::to_string(::getpid()) + ".db")).string();
+  auto make_db = [&](const char* sql) {
+    std::remove(path.c_str());
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  };
+  PerfDb db;
+  make_db("CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT);");
+  Status status = PerfDb::open(path, &db);
+  CHECK(status.code() == StatusCode::kNotFound);
+  CHECK(std::string(status.message()) == "perf DB " + path + " has no table perf_db");
+  make_db("CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INTEGER, params TEXT);"
+          "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT);");
+  status = PerfDb::open(path, &db);
+  CHECK(std::string(status.message()) == "perf DB " + path + ": table config has no column spatial_dim");
+
+  const std::string config =
+      "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT, spatial_dim INT,"
+      " in_channels INT, in_h INT, in_w INT, in_d INT, fil_h INT, fil_w INT, fil_d INT, out_channels INT,"
+      " batchsize INT, pad_h INT, pad_w INT, pad_d INT, conv_stride_h INT, conv_stride_w INT, conv_stride_d INT,"
+      " dilation_h INT, dilation_w INT, dilation_d INT, bias INT, group_count INT);"
+      "CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INTEGER, params TEXT);"
+      "INSERT INTO config VALUES (7, 'NCHW', 'FP32', 'F', 2, 64, 28, 28, 1, 1, 1, 1, 32, 16, 0, 0, 0, 1, 1, 0,"
+      " 1, 1, 0, 0, 1);"
+      "INSERT INTO config VALUES (8, 'NCHW', 'FP8', 'F', 2, 64, 28, 28, 1, 1, 1, 1, 32, 16, 0, 0, 0, 1, 1, 0,"
+      " 1, 1, 0, 0, 1);"
+      "INSERT INTO perf_db VALUES (1, 'Good', 7, '1,2,3');"
+      "INSERT INTO perf_db VALUES (2, 'Bad', 8, '1,2,3');"
+      "INSERT INTO perf_db VALUES (3, 'BadParams', 7, '1,2;3');";
+  make_db(config.c_str());
+  REQUIRE(PerfDb::open(path, &db).is_ok());
+  CHECK_FALSE(db.arch().has_value());
+  std::vector<PerfDbRow> rows;
+  REQUIRE(db.rows("Good", {}, &rows).is_ok());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].config_id == 7);
+  CHECK(rows[0].params == std::vector<int64_t>{1, 2, 3});
+  CHECK(rows[0].params_text == "1,2,3");
+  CHECK(rows[0].problem.get(ProblemField::kC) == 64);
+  CHECK(rows[0].problem.get(ProblemField::kK) == 32);
+  CHECK(rows[0].problem.get(ProblemField::kN) == 16);
+  CHECK(rows[0].problem.get(ProblemField::kH) == 28);
+  CHECK_FALSE(rows[0].problem.has(ProblemField::kArch));
+  status = db.rows("Bad", {}, &rows);
+  CHECK(std::string(status.message()) == "perf DB " + path + ": perf_db row 2 (config 8): unknown data_type 'FP8'");
+  status = db.rows("BadParams", {}, &rows);
+  CHECK(std::string(status.message()) ==
+        "perf DB " + path + ": perf_db row 3 (config 7): params '1,2;3' are not comma-separated integers");
+  db = PerfDb();
+  std::remove(path.c_str());
 }
 
 TEST_CASE("rules perfdb: parse_param_list") {

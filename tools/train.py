@@ -51,6 +51,8 @@ def parse():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--wd", type=float, default=1e-4)
     ap.add_argument("--eval-every", type=int, default=5, help="epochs between validation beam searches")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="stop training after this many seconds (0: none), then evaluate and export")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--split-seed", type=int, default=0)
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -165,8 +167,9 @@ def main():
             opt.step()
             sched.step()
             tot_loss += loss.item() * len(idx)
+        over = bool(args.time_limit) and time.time() - t0 > args.time_limit
         msg = f"[train] epoch {epoch}/{args.epochs} loss {tot_loss / len(train):.4f}"
-        if epoch % args.eval_every == 0 or epoch == args.epochs:
+        if epoch % args.eval_every == 0 or epoch == args.epochs or over:
             vm = evaluate(model, enc, vocab, val, dev, (1, 10)) if val else {}
             sc = float(np.mean([m["perfect@1"] + m["perfect@10"] for m in vm.values()])) if vm else 0.0
             history.append({"epoch": epoch, "val_p1_plus_p10": sc})
@@ -176,6 +179,9 @@ def main():
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 msg += " *"
         print(msg + f" [{time.time() - t0:.0f}s]", flush=True)
+        if over:
+            print(f"[train] time limit reached after epoch {epoch}", flush=True)
+            break
     model.load_state_dict(best_state)
 
     print("[train] evaluating (beam width k for each k) ...", flush=True)

@@ -44,5 +44,9 @@ int cmd_inspect(const std::vector<std::string>& args);
 int cmd_import_keras(const std::vector<std::string>& args);
 int cmd_compile(const std::vector<std::string>& args);
 int cmd_predict(const std::vector<std::string>& args);
+int cmd_emit_cpp(const std::vector<std::string>& args);
+int cmd_embed(const std::vector<std::string>& args);
+int cmd_table(const std::vector<std::string>& args);
+int cmd_eval(const std::vector<std::string>& args);
 
 }  // namespace tunecast::cli

@@ -21,6 +21,13 @@ const Command kCommands[] = {
      "compile a trainer export (*.tcir.json) and rules into a blob"},
     {"predict", tunecast::cli::cmd_predict,
      "predict tuning parameters for a problem (constrained greedy or beam search)"},
+    {"emit-cpp", tunecast::cli::cmd_emit_cpp,
+     "generate a C++ predictor (constant weights and sizes, compiled constraints)"},
+    {"embed", tunecast::cli::cmd_embed, "embed a blob in C++ as an aligned byte array"},
+    {"table", tunecast::cli::cmd_table,
+     "predict a list of problems into a C++ table, a MIOpen perf DB or text"},
+    {"eval", tunecast::cli::cmd_eval,
+     "score a model on a perf DB (perfect@k, per-parameter accuracy) next to baselines"},
 };
 
 void print_help() {

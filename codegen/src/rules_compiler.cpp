@@ -12,7 +12,7 @@
 #include <sstream>
 #include <utility>
 
-#include "../../runtime/src/constraint_vm.h"
+#include "constraint_vm.h"
 #include "tunecast/problem.h"
 
 namespace tunecast::rules {
@@ -386,7 +386,7 @@ NodePtr fold(const NodePtr& node) {
   if (copy.kind == NodeKind::kBinary &&
       (copy.op == vm::kDiv || copy.op == vm::kMod || copy.op == vm::kCeilDiv) && is_const(copy.kids[1]) &&
       copy.kids[1]->value == 0) {
-    throw CompileError{copy.kids[1]->line, copy.kids[1]->col, "division by zero (the divisor is the constant 0)"};
+    throw CompileError{copy.line, copy.col, "division by zero (the divisor is the constant 0)"};
   }
   if (all_const) {
     Emitter emitter;
@@ -573,7 +573,7 @@ class Parser {
   }
 
   void params_statement() {
-    const Token& keyword = next();
+    const Token keyword = next();
     if (seen_params_) fail(keyword, "a second params statement");
     seen_params_ = true;
     std::vector<std::string> names;
@@ -635,7 +635,7 @@ class Parser {
   }
 
   void require_statement() {
-    const Token& keyword = next();
+    const Token keyword = next();
     const size_t first = pos_;
     NodePtr tree = fold(number(expression()));
     const std::string text = source_text(first);
@@ -655,7 +655,7 @@ class Parser {
   }
 
   void input_statement() {
-    const Token& keyword = next();
+    const Token keyword = next();
     if (encoding_) fail(keyword, "a second input statement");
     const int64_t rows = integer_token("the number of rows");
     int64_t cols = 0;
@@ -677,7 +677,7 @@ class Parser {
   }
 
   void encode_statement() {
-    const Token& keyword = next();
+    const Token keyword = next();
     if (!encoding_) fail(keyword, "encode needs an earlier 'input ROWS x COLS' statement");
     const Token& row_token = peek();
     const int64_t row = integer_token("a row index");
@@ -733,7 +733,7 @@ class Parser {
   }
 
   void range_statement() {
-    const Token& keyword = next();
+    const Token keyword = next();
     const Token& name = expect_ident("a problem field after 'range'");
     ProblemField field;
     if (!find_problem_field(name.text, &field)) fail(name, "unknown problem field '" + std::string(name.text) + "'");
@@ -826,7 +826,7 @@ class Parser {
   NodePtr ternary() {
     NodePtr cond = logical_or();
     if (!is_punct(peek(), "?")) return cond;
-    const Token& question = next();
+    const Token question = next();
     NodePtr yes = number(ternary());
     expect(":", "in 'cond ? a : b'");
     NodePtr no = number(ternary());
@@ -839,7 +839,7 @@ class Parser {
   NodePtr logical_or() {
     NodePtr left = logical_and();
     while (is_punct(peek(), "||")) {
-      const Token& op = next();
+      const Token op = next();
       NodePtr right = logical_and();
       Node node = at(op);
       node.kind = NodeKind::kOr;
@@ -852,7 +852,7 @@ class Parser {
   NodePtr logical_and() {
     NodePtr left = equality();
     while (is_punct(peek(), "&&")) {
-      const Token& op = next();
+      const Token op = next();
       NodePtr right = equality();
       Node node = at(op);
       node.kind = NodeKind::kAnd;
@@ -874,7 +874,7 @@ class Parser {
   NodePtr equality() {
     NodePtr left = relational();
     while (is_punct(peek(), "==") || is_punct(peek(), "!=")) {
-      const Token& op = next();
+      const Token op = next();
       NodePtr right = relational();
       check_symbol_comparison(*number(left), *number(right));
       left = binary(op, op.text == "==" ? vm::kEq : vm::kNe, left, right);
@@ -929,7 +929,7 @@ class Parser {
   NodePtr shift() {
     NodePtr left = additive();
     while (is_punct(peek(), "<<") || is_punct(peek(), ">>")) {
-      const Token& op = next();
+      const Token op = next();
       NodePtr right = number(additive());
       left = binary(op, op.text == "<<" ? vm::kShl : vm::kShr, number(left), right);
     }
@@ -939,7 +939,7 @@ class Parser {
   NodePtr additive() {
     NodePtr left = multiplicative();
     while (is_punct(peek(), "+") || is_punct(peek(), "-")) {
-      const Token& op = next();
+      const Token op = next();
       NodePtr right = number(multiplicative());
       left = binary(op, op.text == "+" ? vm::kAdd : vm::kSub, number(left), right);
     }
@@ -954,7 +954,7 @@ class Parser {
   NodePtr multiplicative() {
     NodePtr left = unary();
     while (is_punct(peek(), "*") || is_punct(peek(), "/") || is_punct(peek(), "%")) {
-      const Token& op = next();
+      const Token op = next();
       NodePtr right = number(unary());
       const int32_t code = op.text == "*" ? vm::kMul : op.text == "/" ? vm::kDiv : vm::kMod;
       if (code != vm::kMul) check_divisor(*right);
@@ -1047,7 +1047,7 @@ class Parser {
   }
 
   NodePtr name() {
-    const Token& token = next();
+    const Token token = next();
     const std::string id(token.text);
     if (current_args_ != nullptr) {
       auto arg = std::find(current_args_->begin(), current_args_->end(), id);

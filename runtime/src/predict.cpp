@@ -1,15 +1,16 @@
-// Constrained beam search. Per step: one batched decoder run over the live beams, log-softmax,
-// then for every beam its tokens best-first, each checked against the constraints of the current
-// position only while it could still enter the top k. Survivors' decoder states are gathered
-// into the next step's inputs.
+// Prediction from a blob: the problem's encoding, the encoder graph, then the constrained beam
+// search shared with generated predictors (tunecast/beam_search.h) over the decoder graph
+// (blob_network.h), all inside the caller's scratch.
 #include "tunecast/predict.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "blob_network.h"
 #include "constraint_vm.h"
 #include "graph_executor.h"
+#include "tunecast/beam_search.h"
 
 namespace tunecast {
 namespace {
@@ -20,29 +21,8 @@ constexpr size_t kAlign = 64;
 
 size_t align_bytes(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-struct Hypothesis {
-  float score;
-  int32_t length;
-  int64_t values[kMaxParameters];
-  uint16_t tokens[kMaxParameters];
-};
-
-// A possible extension of beam `beam` by `token`; `dead` marks an end token that won a slot
-// (MIOpen's procedure: the hypothesis stops there, incomplete).
-struct Expansion {
-  float score;
-  int32_t beam;
-  int32_t token;
-  bool dead;
-};
-
-// Total order: higher score, then lower beam, then higher token (MIOpen's priority queue pops
-// the larger token index among equal scores).
-bool better(const Expansion& a, const Expansion& b) {
-  if (a.score != b.score) return a.score > b.score;
-  if (a.beam != b.beam) return a.beam < b.beam;
-  return a.token > b.token;
-}
+using search::Expansion;
+using search::Hypothesis;
 
 // Carves the caller's scratch into typed regions.
 class ScratchCursor {
@@ -85,17 +65,6 @@ vm::ProgramView view_of(const schema::Program* program) {
     view.constant_count = program->constants()->size();
   }
   return view;
-}
-
-bool constraints_pass(const Model& model, const Problem& problem, int position,
-                      const int64_t* values) {
-  const auto* constraints = model.root()->constraints();
-  for (int i = model.constraint_begin(position); i < model.constraint_begin(position + 1); ++i) {
-    const schema::Constraint* c = constraints->Get(model.constraint_order()[i]);
-    int64_t result = 0;
-    if (!vm::evaluate(view_of(c->program()), problem, values, &result) || result == 0) return false;
-  }
-  return true;
 }
 
 size_t beam_search_bytes(const Model& model, int beam) {
@@ -172,7 +141,6 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
   GraphArena dec_arena;
   detail::bind_graph(dec, beam, dec_base, &dec_arena);
   const auto& dec_inputs = *dec.graph->inputs();
-  const auto& dec_outputs = *dec.graph->outputs();
   const auto& enc_outputs = *enc.graph->outputs();
   auto set_live = [&](int live) {
     for (uint32_t v = 0; v < dec.value_count; ++v) {
@@ -201,125 +169,9 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
     }
   }
 
-  const bool end_competes = model.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength;
-  const bool use_constraints = options.use_model_constraints && problem != nullptr;
-  const uint32_t logits_value = dec_outputs[s->logits_output()];
-  const int tokens = model.token_count();
-  const int positions = model.parameter_count();
-  hyps[0].score = 0.0f;
-  hyps[0].length = 0;
-  int live = 1;
-
-  for (int position = 0; position < positions; ++position) {
-    TUNECAST_RETURN_IF_ERROR(detail::execute_graph(dec, &dec_arena));
-
-    int chosen = 0;  // entries in `top`, kept sorted best-first
-    for (int b = 0; b < live; ++b) {
-      float* scores = dec_arena.value[logits_value] + b * dec_arena.stride[logits_value];
-      if (s->logits_are_probabilities()) {
-        for (int t = 0; t < tokens; ++t) scores[t] = std::log(scores[t]);
-      } else {
-        kernels::log_softmax(scores, static_cast<size_t>(tokens));
-      }
-      int count = 0;
-      for (int t = 0; t < tokens; ++t) {
-        if (std::isnan(scores[t])) {
-          return Status::error(StatusCode::kCorruptModel,
-                               "the decoder produced NaN scores at position %d (non-finite "
-                               "weights or inputs)",
-                               position);
-        }
-        if (model.token_allowed(position, t) || (end_competes && model.is_end_token(t))) {
-          order[count++] = t;
-        }
-      }
-      std::sort(order, order + count, [scores](int32_t x, int32_t y) {
-        return scores[x] != scores[y] ? scores[x] > scores[y] : x > y;
-      });
-      Hypothesis& h = hyps[b];
-      for (int i = 0; i < count; ++i) {
-        const int t = order[i];
-        const Expansion e{h.score + scores[t], b, t, model.is_end_token(t)};
-        // Tokens come best-first: once one cannot enter the top k, none after it can.
-        if (chosen == beam && !better(e, top[chosen - 1])) break;
-        if (!e.dead) {
-          h.values[position] = model.token_value(t);
-          if (use_constraints && !constraints_pass(model, *problem, position, h.values)) {
-            ++info->rejected_by_constraints;
-            continue;
-          }
-          if (options.validator &&
-              !options.validator.check(options.validator.context, problem, position, h.values)) {
-            ++info->rejected_by_validator;
-            continue;
-          }
-        }
-        int slot = chosen < beam ? chosen++ : beam - 1;
-        while (slot > 0 && better(e, top[slot - 1])) {
-          top[slot] = top[slot - 1];
-          --slot;
-        }
-        top[slot] = e;
-      }
-    }
-
-    // Survivors become the next beams; their decoder states move into the decoder's inputs.
-    int next_live = 0;
-    for (int i = 0; i < chosen; ++i) {
-      const Expansion& e = top[i];
-      if (e.dead) continue;
-      Hypothesis& n = next_hyps[next_live];
-      n = hyps[e.beam];
-      n.values[position] = model.token_value(e.token);
-      n.tokens[position] = static_cast<uint16_t>(e.token);
-      n.length = position + 1;
-      n.score = e.score;
-      ++next_live;
-    }
-    if (next_live == 0) {
-      info->failed_position = position;
-      return Status::error(StatusCode::kNoValidCandidate,
-                           "no valid candidate: every hypothesis was rejected or ended at "
-                           "position %d (%s)",
-                           position, model.parameter_name(position));
-    }
-    if (position + 1 < positions) {
-      int row = 0;
-      for (int i = 0; i < chosen; ++i) {
-        const Expansion& e = top[i];
-        if (e.dead) continue;
-        dec_arena.value[token_value][row * dec_arena.stride[token_value]] =
-            static_cast<float>(e.token);
-        if (s->states()) {
-          for (const schema::StateLink* link : *s->states()) {
-            const uint32_t dst = dec_inputs[link->decoder_input()];
-            const uint32_t src = dec_outputs[link->decoder_output()];
-            std::memcpy(dec_arena.value[dst] + row * dec_arena.stride[dst],
-                        dec_arena.value[src] + e.beam * dec_arena.stride[src],
-                        dec.value_cols[dst] * sizeof(float));
-          }
-        }
-        ++row;
-      }
-      set_live(next_live);
-    }
-    std::swap(hyps, next_hyps);
-    live = next_live;
-  }
-
-  const int n = std::min(live, capacity);
-  for (int i = 0; i < n; ++i) {
-    Candidate& c = out[i];
-    c = Candidate();
-    c.score = hyps[i].score;
-    c.length = positions;
-    for (int p = 0; p < positions; ++p) {
-      c.values[p] = hyps[i].values[p];
-      c.tokens[p] = hyps[i].tokens[p];
-    }
-  }
-  info->candidates = n;
-  return Status::ok();
+  detail::BlobNetwork network(model, dec, &dec_arena);
+  return search::beam_search(network, problem, options,
+                             search::Workspace{hyps, next_hyps, top, order}, out, capacity, info);
 }
 
 }  // namespace
@@ -484,12 +336,13 @@ Status run_graph(const Model& model, int graph_index, int batch, const float* co
   return Status::ok();
 }
 
-bool check_candidate(const Model& model, const Problem& problem, const int64_t* values,
+bool check_candidate(const Model& model, const Problem& problem, const int64_t* values, int length,
                      int* first_failed) {
   const auto* constraints = model.root()->constraints();
   if (constraints == nullptr) return true;
   for (uint32_t i = 0; i < constraints->size(); ++i) {
     const schema::Constraint* c = constraints->Get(i);
+    if (static_cast<int>(c->position()) >= length) continue;
     int64_t result = 0;
     if (!vm::evaluate(view_of(c->program()), problem, values, &result) || result == 0) {
       if (first_failed) *first_failed = static_cast<int>(i);

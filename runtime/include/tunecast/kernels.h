@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace tunecast::kernels {
 
@@ -25,12 +26,35 @@ constexpr size_t packed_size(size_t rows, size_t cols) {
 #define TUNECAST_INLINE inline __attribute__((always_inline))
 #define TUNECAST_RESTRICT __restrict__
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
+typedef float Vec16 __attribute__((vector_size(64), aligned(4)));
+typedef float Vec8Alias __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float Vec16Alias __attribute__((vector_size(64), aligned(4), may_alias));
 #else
 #error "tunecast kernels need GCC or Clang vector extensions"
 #endif
 
-// Vectors move through memcpy (unaligned-safe; compiles to plain vector loads) and are never
-// passed or returned by value, which keeps GCC's -Wpsabi quiet on pre-AVX targets.
+// Vectors move through may_alias, 4-byte-aligned vector types (unaligned-safe plain vector
+// loads; memcpy into the accumulator arrays made GCC keep them in memory on AVX2 targets) and
+// are never passed or returned by value, which keeps GCC's -Wpsabi quiet on pre-AVX targets.
+//
+// With AVX-512 a panel is one 16-float register and 32 registers allow 8 rows x 2 panels of
+// accumulators; otherwise a panel is two 8-float vectors and blocks are 4 rows x 1 panel. The
+// vector width and block shape change no bit: each lane still sums bias, then k = 0, 1, ...
+#if defined(__AVX512F__)
+typedef Vec16 PanelVec;
+typedef Vec16Alias PanelVecAlias;
+constexpr int kBatchRows = 8;    // rows per block for batches
+constexpr int kBatchPanels = 2;  // panels per block for batches
+constexpr int kRowPanels = 4;    // panels per block for a few rows (weights stream from L2)
+#else
+typedef Vec8 PanelVec;
+typedef Vec8Alias PanelVecAlias;
+constexpr int kBatchRows = 4;
+constexpr int kBatchPanels = 1;
+constexpr int kRowPanels = 4;
+#endif
+constexpr int kVecsPerPanel = kPanelWidth / static_cast<int>(sizeof(PanelVec) / sizeof(float));
+constexpr int kVecWidth = kPanelWidth / kVecsPerPanel;
 
 // Y[r][0..cols) = (accumulate ? Y : bias or 0) + X[r][0..depth) . W, for R rows and P panels.
 // Every output element is summed in the same order (bias, then k = 0, 1, ...) whatever R and P.
@@ -39,39 +63,74 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
                                   const float* TUNECAST_RESTRICT w, size_t panel_stride,
                                   const float* bias, float* TUNECAST_RESTRICT y, size_t y_stride,
                                   bool accumulate) {
-  Vec8 acc[R][P][2];
+  constexpr int H = kVecsPerPanel;
+  PanelVec acc[R][P][H];
   for (int r = 0; r < R; ++r) {
     for (int p = 0; p < P; ++p) {
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < H; ++h) {
+        const size_t col = p * kPanelWidth + h * kVecWidth;
         if (accumulate) {
-          std::memcpy(&acc[r][p][h], y + r * y_stride + p * kPanelWidth + h * 8, sizeof(Vec8));
+          acc[r][p][h] = *reinterpret_cast<const PanelVecAlias*>(y + r * y_stride + col);
         } else if (bias != nullptr) {
-          std::memcpy(&acc[r][p][h], bias + p * kPanelWidth + h * 8, sizeof(Vec8));
+          acc[r][p][h] = *reinterpret_cast<const PanelVecAlias*>(bias + col);
         } else {
-          acc[r][p][h] = Vec8{};
+          acc[r][p][h] = PanelVec{};
         }
       }
     }
   }
   for (size_t k = 0; k < depth; ++k) {
-    Vec8 wv[P][2];
+    PanelVec wv[P][H];
     for (int p = 0; p < P; ++p) {
-      std::memcpy(&wv[p][0], w + p * panel_stride + k * kPanelWidth, sizeof(Vec8));
-      std::memcpy(&wv[p][1], w + p * panel_stride + k * kPanelWidth + 8, sizeof(Vec8));
+      for (int h = 0; h < H; ++h) {
+        wv[p][h] = *reinterpret_cast<const PanelVecAlias*>(w + p * panel_stride + k * kPanelWidth +
+                                                            h * kVecWidth);
+      }
     }
     for (int r = 0; r < R; ++r) {
       const float xk = x[r * x_stride + k];
       for (int p = 0; p < P; ++p) {
-        acc[r][p][0] += xk * wv[p][0];
-        acc[r][p][1] += xk * wv[p][1];
+        for (int h = 0; h < H; ++h) acc[r][p][h] += xk * wv[p][h];
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int p = 0; p < P; ++p) {
-      std::memcpy(y + r * y_stride + p * kPanelWidth, &acc[r][p][0], sizeof(Vec8));
-      std::memcpy(y + r * y_stride + p * kPanelWidth + 8, &acc[r][p][1], sizeof(Vec8));
+      for (int h = 0; h < H; ++h) {
+        *reinterpret_cast<PanelVecAlias*>(y + r * y_stride + p * kPanelWidth + h * kVecWidth) =
+            acc[r][p][h];
+      }
     }
+  }
+}
+
+// Rows [r0, r1) x panels [p0, p1) with blocks of R rows and P panels (remainders narrower).
+template <int R, int P>
+TUNECAST_INLINE void matmul_rows(const float* x, size_t x_stride, size_t r0, size_t r1,
+                                 size_t depth, const float* w, size_t p0, size_t p1,
+                                 const float* bias, float* y, size_t y_stride, bool accumulate) {
+  const size_t panel_stride = depth * kPanelWidth;
+  auto block = [&](auto rows_c, auto panels_c, size_t r, size_t p) {
+    constexpr int kR = decltype(rows_c)::value;
+    constexpr int kP = decltype(panels_c)::value;
+    matmul_block<kR, kP>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
+                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
+                         y_stride, accumulate);
+  };
+  using RC = std::integral_constant<int, R>;
+  using PC = std::integral_constant<int, P>;
+  using One = std::integral_constant<int, 1>;
+  // Panels outermost: a block of panels stays in L1 while every row block reads it.
+  size_t p = p0;
+  for (; p + P <= p1; p += P) {
+    size_t r = r0;
+    for (; r + R <= r1; r += R) block(RC{}, PC{}, r, p);
+    for (; r < r1; ++r) block(One{}, PC{}, r, p);
+  }
+  for (; p < p1; ++p) {
+    size_t r = r0;
+    for (; r + R <= r1; r += R) block(RC{}, One{}, r, p);
+    for (; r < r1; ++r) block(One{}, One{}, r, p);
   }
 }
 
@@ -81,29 +140,13 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
 inline void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const float* w,
                    size_t cols, const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
-  const size_t panel_stride = depth * kPanelWidth;
-  size_t r = 0;
-  // Blocks of 4 rows x 1 panel (8 accumulators) for batches; 1 row x 4 panels for a single row.
-  for (; r + 4 <= rows; r += 4) {
-    size_t p = 0;
-    for (; p + 1 <= panels; p += 1) {
-      matmul_block<4, 1>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
-                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
-                         y_stride, accumulate);
-    }
-  }
-  for (; r < rows; ++r) {
-    size_t p = 0;
-    for (; p + 4 <= panels; p += 4) {
-      matmul_block<1, 4>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
-                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
-                         y_stride, accumulate);
-    }
-    for (; p < panels; ++p) {
-      matmul_block<1, 1>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
-                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
-                         y_stride, accumulate);
-    }
+  if (rows >= static_cast<size_t>(kBatchRows)) {
+    matmul_rows<kBatchRows, kBatchPanels>(x, x_stride, 0, rows, depth, w, 0, panels, bias, y,
+                                          y_stride, accumulate);
+  } else {
+    // Few rows (greedy, the first beam-search steps): pairs of rows over wide panel blocks.
+    matmul_rows<2, kRowPanels>(x, x_stride, 0, rows, depth, w, 0, panels, bias, y, y_stride,
+                               accumulate);
   }
 }
 

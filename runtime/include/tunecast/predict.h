@@ -79,10 +79,10 @@ Status run_graph(const Model& model, int graph_index, int batch, const float* co
                  int input_count, float* const* outputs, int output_count, void* scratch,
                  size_t scratch_size);
 
-// Evaluates the model's constraints and `validator` on a complete vector (for tests and eval).
-// Returns true when every check passes; *first_failed gets the constraint index otherwise (-1
-// for the validator).
-bool check_candidate(const Model& model, const Problem& problem, const int64_t* values,
+// Evaluates the model's constraints on the first `length` parameter values (those placed at
+// positions < length), e.g. a complete vector from eval or a perf DB. Returns true when every one
+// passes; *first_failed (if not null) gets the index of the first that fails.
+bool check_candidate(const Model& model, const Problem& problem, const int64_t* values, int length,
                      int* first_failed);
 
 }  // namespace tunecast

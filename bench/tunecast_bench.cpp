@@ -1,0 +1,805 @@
+// tunecast's performance report: load, greedy and beam-search prediction times, memory and heap
+// use of the blob runtime, each against this core's arithmetic floor and against libtorch running
+// the same network, in one run. Not a test: `--smoke` runs everything once for CI and fails only
+// when predict allocates or something stops working. See docs/benchmarks.md.
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "generated_hook.h"
+#include "torch_peer.h"
+#include "tunecast/codegen/assemble.h"
+#include "tunecast/codegen/blob_writer.h"
+#include "tunecast/codegen/file_io.h"
+#include "tunecast/codegen/ir_check.h"
+#include "tunecast/codegen/keras_import.h"
+#include "tunecast/predict.h"
+
+// --- heap accounting --------------------------------------------------------------------------
+// Every operator new and every malloc-family call of the process is counted; the benchmark reads
+// the counters around the runtime's calls. operator new goes through malloc, so it shows in both.
+namespace {
+std::atomic<long> g_new_calls{0};
+std::atomic<long> g_malloc_calls{0};
+}  // namespace
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+
+void* malloc(size_t size) {
+  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(size);
+}
+void* calloc(size_t n, size_t size) {
+  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t size) {
+  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_realloc(p, size);
+}
+int posix_memalign(void** out, size_t align, size_t size) {
+  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
+  void* p = __libc_memalign(align, size);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* aligned_alloc(size_t align, size_t size) {
+  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(align, size);
+}
+void free(void* p) { __libc_free(p); }
+}
+
+void* operator new(size_t size) {
+  g_new_calls.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size) { return operator new(size); }
+void* operator new(size_t size, std::align_val_t align) {
+  g_new_calls.fetch_add(1, std::memory_order_relaxed);
+  void* p = nullptr;
+  if (posix_memalign(&p, std::max(sizeof(void*), static_cast<size_t>(align)), size ? size : 1) != 0) {
+    throw std::bad_alloc();
+  }
+  return p;
+}
+void* operator new[](size_t size, std::align_val_t align) { return operator new(size, align); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace tunecast::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct HeapCount {
+  long news = 0, mallocs = 0;
+  static HeapCount now() { return {g_new_calls.load(), g_malloc_calls.load()}; }
+  HeapCount operator-(const HeapCount& o) const { return {news - o.news, mallocs - o.mallocs}; }
+};
+
+struct Options {
+  bool smoke = false;
+  bool torch = true;
+  bool ktn = true;
+  std::string problem = "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1";
+  std::string data_dir;
+  std::vector<std::string> models;
+  double seconds = 0.4;  // time budget per figure (full mode)
+};
+
+// --- timing -----------------------------------------------------------------------------------
+
+struct Timing {
+  double median_ns = 0, p10_ns = 0, p90_ns = 0;  // wall time per call
+  double cpu_median_ns = 0;                      // this thread's CPU time per call
+  int runs = 0;
+};
+
+double thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+// Per-call times of `f` over about `budget` seconds (at least min_runs, at most max_runs calls,
+// after a few warm-up calls); one call each in smoke mode. CPU time is kept next to wall time
+// because the benchmark host is shared: descheduled time inflates wall times, not CPU times.
+template <typename F>
+Timing measure(const Options& o, F&& f, int max_runs = 20000, int min_runs = 21) {
+  if (o.smoke) max_runs = 1;
+  for (int i = 0; i < (o.smoke ? 0 : 3); ++i) f();
+  std::vector<double> ns, cpu;
+  ns.reserve(max_runs);
+  cpu.reserve(max_runs);
+  const auto start = Clock::now();
+  while (static_cast<int>(ns.size()) < max_runs) {
+    const double c0 = thread_cpu_ns();
+    const auto t0 = Clock::now();
+    f();
+    const auto t1 = Clock::now();
+    cpu.push_back(thread_cpu_ns() - c0);
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    if (static_cast<int>(ns.size()) >= min_runs &&
+        std::chrono::duration<double>(t1 - start).count() > o.seconds) {
+      break;
+    }
+  }
+  std::sort(ns.begin(), ns.end());
+  std::sort(cpu.begin(), cpu.end());
+  Timing t;
+  t.runs = static_cast<int>(ns.size());
+  t.median_ns = ns[ns.size() / 2];
+  t.p10_ns = ns[ns.size() / 10];
+  t.p90_ns = ns[ns.size() * 9 / 10];
+  t.cpu_median_ns = cpu[cpu.size() / 2];
+  return t;
+}
+
+// Wraps a call so that its heap use (and only its own) lands in *heap.
+template <typename F>
+auto counting(HeapCount* heap, F&& f) {
+  return [heap, &f] {
+    const HeapCount before = HeapCount::now();
+    f();
+    const HeapCount used = HeapCount::now() - before;
+    heap->news += used.news;
+    heap->mallocs += used.mallocs;
+  };
+}
+
+std::string fmt_time(double ns) {
+  char s[32];
+  if (ns < 1e3) std::snprintf(s, sizeof s, "%.0f ns", ns);
+  else if (ns < 1e6) std::snprintf(s, sizeof s, "%.1f us", ns / 1e3);
+  else std::snprintf(s, sizeof s, "%.2f ms", ns / 1e6);
+  return s;
+}
+
+// --- this core's FMA throughput ----------------------------------------------------------------
+// Independent multiply-add chains (more than latency x pipes) over the widest vector the build
+// targets; the best of a few tries. Returns fp32 multiply-adds per nanosecond.
+template <int Lanes, int Chains>
+double fma_rate_with(long iterations) {
+  typedef float V __attribute__((vector_size(Lanes * 4)));
+  V acc[Chains];
+  for (int i = 0; i < Chains; ++i) acc[i] = V{} + 0.001f * static_cast<float>(i);
+  V m = V{} + 0.999999f;
+  V a = V{} + 1e-7f;
+  asm volatile("" : "+v"(m), "+v"(a));  // opaque: no constant folding of the chains
+  const auto t0 = Clock::now();
+  for (long it = 0; it < iterations; ++it) {
+    for (int i = 0; i < Chains; ++i) acc[i] = acc[i] * m + a;
+  }
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  for (int i = 0; i < Chains; ++i) asm volatile("" : : "v"(acc[i]));
+  return static_cast<double>(iterations) * Chains * Lanes / ns;
+}
+
+struct FmaRate {
+  double per_ns = 0;
+  int lanes = 0;
+};
+
+FmaRate measure_fma(bool smoke) {
+  const long iterations = smoke ? 200000 : 4000000;
+  FmaRate best;
+  for (int rep = 0; rep < (smoke ? 1 : 5); ++rep) {
+#if defined(__AVX512F__)
+    const double r16 = fma_rate_with<16, 12>(iterations);
+    if (r16 > best.per_ns) best = {r16, 16};
+#endif
+    const double r8 = fma_rate_with<8, 12>(iterations);
+    if (r8 > best.per_ns) best = {r8, 8};
+  }
+  return best;
+}
+
+// --- subjects ---------------------------------------------------------------------------------
+
+// A blob in 64-byte-aligned memory (Model::load wants 32), plus its IR when we compiled it.
+struct Subject {
+  std::string name;
+  std::string blob_path;  // a file holding the same bytes, for map + verify
+  std::vector<unsigned char> storage;
+  const unsigned char* bytes = nullptr;
+  size_t size = 0;
+  bool have_ir = false;
+  ir::Model ir;
+  bool temp_file = false;
+};
+
+void hold_bytes(Subject* s, const void* data, size_t size) {
+  s->storage.assign(size + 64, 0);
+  unsigned char* p = s->storage.data();
+  p += (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+  std::memcpy(p, data, size);
+  s->bytes = p;
+  s->size = size;
+}
+
+Status import_ktn_subject(const std::string& data_dir, Subject* s) {
+  const std::string prefix = data_dir + "/miopen/models/gfx908_ConvAsm1x1U";
+  TUNECAST_RETURN_IF_ERROR(keras::import_ktn(prefix, &s->ir));
+  TUNECAST_RETURN_IF_ERROR(codegen::attach_rules(&s->ir, TUNECAST_SOURCE_DIR "/weights/rules/ConvAsm1x1U.tcr",
+                                                 TUNECAST_SOURCE_DIR "/weights/encodings/gfx908_ConvAsm1x1U.tce"));
+  TUNECAST_RETURN_IF_ERROR(check_ir(s->ir));
+  std::vector<uint8_t> blob;
+  TUNECAST_RETURN_IF_ERROR(codegen::write_blob(s->ir, &blob));
+  hold_bytes(s, blob.data(), blob.size());
+  s->name = "gfx908_ConvAsm1x1U KTN (imported from " + prefix + ")";
+  s->have_ir = true;
+  char path[] = "/tmp/tunecast_bench_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd >= 0) {
+    const bool ok = write(fd, blob.data(), blob.size()) == static_cast<ssize_t>(blob.size());
+    close(fd);
+    if (ok) {
+      s->blob_path = path;
+      s->temp_file = true;
+    } else {
+      unlink(path);
+    }
+  }
+  return Status::ok();
+}
+
+Status blob_subject(const std::string& path, Subject* s) {
+  std::string contents;
+  TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &contents));
+  hold_bytes(s, contents.data(), contents.size());
+  s->name = path;
+  s->blob_path = path;
+  return Status::ok();
+}
+
+// --- the report for one model ---------------------------------------------------------------------
+
+struct Failures {
+  int count = 0;
+  void fail(const char* what) {
+    std::printf("  FAIL: %s\n", what);
+    ++count;
+  }
+};
+
+std::string exe_dir() {
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string(".") : exe.parent_path().string();
+}
+
+// Runs the minimal integrator (runtime only) as a process of its own; its peak RSS is what a
+// tunecast user pays. Returns false when the probe is missing or fails.
+bool probe_rss(const std::string& blob_path, int beam, const std::string& problem, long* start_kb,
+               long* peak_kb) {
+  const std::string probe = exe_dir() + "/tunecast_min_predict";
+  if (blob_path.empty() || access(probe.c_str(), X_OK) != 0) return false;
+  const std::string cmd = "'" + probe + "' '" + blob_path + "' " + std::to_string(beam) + " '" + problem + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return false;
+  char line[512];
+  bool found = false;
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::sscanf(line, "rss_kb %ld %ld", start_kb, peak_kb) == 2) found = true;
+  }
+  return pclose(p) == 0 && found;
+}
+
+// `size` totals (text, data, bss) of `path`, summed over an archive's members.
+bool size_of(const std::string& path, long* text) {
+  const std::string cmd = "size -t '" + path + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return false;
+  char line[512];
+  long t = -1, d, b;
+  while (std::fgets(line, sizeof line, p)) {
+    long tt;
+    if (std::sscanf(line, " %ld %ld %ld", &tt, &d, &b) == 3) t = tt;  // the last row is the total
+  }
+  pclose(p);
+  *text = t;
+  return t >= 0;
+}
+
+struct KtnFigures {
+  bool have = false;
+  Timing load, greedy, step100, beam100;
+  double greedy_floor_ns = 0, step100_floor_ns = 0;
+  long heap = 0;
+  Timing torch_greedy, torch_step100;
+};
+
+void print_header() {
+  std::printf("  %-42s %10s %10s %10s %10s %10s %7s\n", "", "median", "cpu med", "p10", "p90",
+              "floor", "x floor");
+}
+
+// One timing row; `floor_ns` 0 for none. "x floor" uses the CPU-time median.
+void row(const char* label, const Timing& t, double floor_ns, const std::string& extra = "") {
+  std::printf("  %-42s %10s %10s %10s %10s", label, fmt_time(t.median_ns).c_str(),
+              fmt_time(t.cpu_median_ns).c_str(), fmt_time(t.p10_ns).c_str(),
+              fmt_time(t.p90_ns).c_str());
+  if (floor_ns > 0) {
+    std::printf(" %10s %7.2f", fmt_time(floor_ns).c_str(), t.cpu_median_ns / floor_ns);
+  } else {
+    std::printf(" %10s %7s", "", "");
+  }
+  std::printf("%s%s\n", extra.empty() ? "" : "  ", extra.c_str());
+}
+
+// Dense decoder-input buffers for a batch: token input 1.0, states a fixed pattern.
+struct StepBuffers {
+  std::vector<std::vector<float>> in, out;
+  std::vector<const float*> in_ptr;
+  std::vector<float*> out_ptr;
+};
+
+void make_step_buffers(const Model& model, int dec_index, int batch, StepBuffers* b) {
+  const GraphInfo& dec = model.graph(dec_index);
+  const uint32_t token_input = model.root()->seq2seq()->token_input();
+  b->in.clear();
+  b->out.clear();
+  const auto& inputs = *dec.graph->inputs();
+  for (uint32_t i = 0; i < inputs.size(); ++i) {
+    const uint32_t id = inputs[i];
+    const size_t rows = dec.value_rows[id] ? dec.value_rows[id] : static_cast<size_t>(batch);
+    std::vector<float> v(rows * dec.value_cols[id]);
+    for (size_t j = 0; j < v.size(); ++j) {
+      v[j] = i == token_input ? 1.0f : 0.001f * static_cast<float>(j % 997) - 0.5f;
+    }
+    b->in.push_back(std::move(v));
+  }
+  for (uint32_t id : *dec.graph->outputs()) {
+    const size_t rows = dec.value_rows[id] ? dec.value_rows[id] : static_cast<size_t>(batch);
+    b->out.emplace_back(rows * dec.value_cols[id]);
+  }
+  b->in_ptr.clear();
+  b->out_ptr.clear();
+  for (auto& v : b->in) b->in_ptr.push_back(v.data());
+  for (auto& v : b->out) b->out_ptr.push_back(v.data());
+}
+
+void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures, KtnFigures* ktn) {
+  std::printf("\n== %s\n", s.name.c_str());
+  Model model;
+  Status status = Model::load(s.bytes, s.size, &model);
+  if (!status) {
+    std::printf("  load failed: %s\n", status.message());
+    failures->fail("the blob does not load");
+    return;
+  }
+  std::printf("  blob %zu bytes, %d graphs, %d parameters, %d tokens, %u constraints\n", s.size,
+              model.graph_count(), model.parameter_count(), model.token_count(),
+              model.root()->constraints() ? model.root()->constraints()->size() : 0u);
+  print_header();
+
+  // Load: verify only (bytes already in memory), and map + verify from the page cache.
+  const Timing load = measure(o, [&] {
+    Model m;
+    Status st = Model::load(s.bytes, s.size, &m);
+    benchmark::DoNotOptimize(st);
+  });
+  row("load (verify; bytes in memory)", load, 0);
+  if (!s.blob_path.empty()) {
+    const Timing map_load = measure(o, [&] {
+      codegen::MappedFile file;
+      Model m;
+      if (file.open(s.blob_path)) {
+        Status st = Model::load(file.data(), file.size(), &m);
+        benchmark::DoNotOptimize(st);
+      }
+    }, 5000);
+    row("load (mmap + verify + munmap; page cache)", map_load, 0);
+  }
+  if (!model.is_seq2seq()) {
+    std::printf("  (not a sequence-to-sequence predictor: prediction figures skipped)\n");
+    return;
+  }
+
+  Problem problem;
+  status = parse_problem(o.problem, &problem);
+  if (!status) {
+    std::printf("  --problem: %s\n", status.message());
+    failures->fail("bad problem");
+    return;
+  }
+  const bool has_encoding = model.root()->encoding() != nullptr;
+  const schema::Seq2Seq* s2s = model.root()->seq2seq();
+  const int enc_index = static_cast<int>(s2s->encoder());
+  const int dec_index = static_cast<int>(s2s->decoder());
+  const GraphInfo& enc = model.graph(enc_index);
+  const GraphInfo& dec = model.graph(dec_index);
+  const uint32_t enc_in = enc.graph->inputs()->Get(0);
+  std::vector<float> features(size_t{enc.value_rows[enc_in]} * enc.value_cols[enc_in], 0.0f);
+  if (has_encoding) {
+    status = encode_problem(model, problem, features.data(), features.size(), nullptr);
+    if (!status) {
+      std::printf("  encode_problem: %s\n", status.message());
+      failures->fail("problem does not encode");
+      return;
+    }
+  }
+
+  const int kMaxK = 128;
+  std::vector<unsigned char> scratch_storage(model.scratch_bytes(kMaxK));
+  unsigned char* scratch = scratch_storage.data();
+  const size_t scratch_size = scratch_storage.size();
+  std::vector<Candidate> out(kMaxK);
+  HeapCount heap;
+  PredictInfo info;
+  auto run_predict = [&](int beam, bool constrained) {
+    PredictOptions options;
+    options.beam_width = beam;
+    options.use_model_constraints = constrained;
+    Status st;
+    auto call = [&] {
+      st = has_encoding
+               ? predict(model, problem, options, scratch, scratch_size, out.data(), kMaxK, &info)
+               : predict_from_features(model, features.data(), features.size(), nullptr, options,
+                                       scratch, scratch_size, out.data(), kMaxK, &info);
+    };
+    counting(&heap, call)();
+    return st;
+  };
+
+  const double mac_ns = 1.0 / fma.per_ns;  // ns per multiply-add at the measured peak
+  const uint64_t greedy_macs = model.greedy_multiply_adds();
+  const double greedy_floor = static_cast<double>(greedy_macs) * mac_ns;
+  auto dec_macs = [&](int batch) {
+    return static_cast<double>(dec.multiply_adds_fixed + dec.multiply_adds_per_row * batch);
+  };
+
+  // Components: encoder alone, one decoder step at several batch sizes.
+  {
+    std::vector<std::vector<float>> outs;
+    std::vector<float*> out_ptr;
+    for (uint32_t id : *enc.graph->outputs()) outs.emplace_back(size_t{std::max(1u, enc.value_rows[id])} * enc.value_cols[id]);
+    for (auto& v : outs) out_ptr.push_back(v.data());
+    const float* enc_inputs[1] = {features.data()};
+    auto call = [&] {
+      Status st = run_graph(model, enc_index, 1, enc_inputs, 1, out_ptr.data(),
+                            static_cast<int>(out_ptr.size()), scratch, scratch_size);
+      benchmark::DoNotOptimize(st);
+    };
+    row("encoder (run_graph)", measure(o, counting(&heap, call)), enc.multiply_adds_fixed * mac_ns);
+  }
+  Timing step100;
+  double step100_floor = 0;
+  for (int batch : {1, 10, 100, 128}) {
+    StepBuffers b;
+    make_step_buffers(model, dec_index, batch, &b);
+    auto call = [&] {
+      Status st = run_graph(model, dec_index, batch, b.in_ptr.data(), static_cast<int>(b.in_ptr.size()),
+                            b.out_ptr.data(), static_cast<int>(b.out_ptr.size()), scratch, scratch_size);
+      benchmark::DoNotOptimize(st);
+    };
+    const Timing t = measure(o, counting(&heap, call));
+    char label[64], extra[64];
+    std::snprintf(label, sizeof label, "decoder step, batch %d (run_graph)", batch);
+    std::snprintf(extra, sizeof extra, "%.2f us/beam", t.cpu_median_ns / 1e3 / batch);
+    row(label, t, dec_macs(batch) * mac_ns, extra);
+    if (batch == 100) {
+      step100 = t;
+      step100_floor = dec_macs(batch) * mac_ns;
+    }
+  }
+
+  // Whole predictions.
+  std::vector<int> runtime_free_tokens;
+  status = run_predict(1, true);
+  std::string greedy_text;
+  if (!status) {
+    std::printf("  greedy: %s\n", status.message());
+    failures->fail("greedy prediction failed");
+  } else {
+    for (int p = 0; p < out[0].length; ++p) greedy_text += " " + std::to_string(out[0].values[p]);
+  }
+  if (run_predict(1, false)) {
+    for (int p = 0; p < out[0].length; ++p) runtime_free_tokens.push_back(out[0].tokens[p]);
+  }
+  const Timing greedy = measure(o, [&] { run_predict(1, true); });
+  row("greedy predict (constrained)", greedy, greedy_floor, "->" + greedy_text);
+  const Timing greedy_free = measure(o, [&] { run_predict(1, false); });
+  row("greedy predict (constraints off)", greedy_free, greedy_floor);
+  Timing beam100;
+  for (int k : {1, 10, 30, 100, 128}) {
+    Status st = run_predict(k, true);
+    const int candidates = info.candidates;
+    const Timing t = measure(o, [&] { run_predict(k, true); }, 5000, 11);
+    // Floor: the encoder, one step at batch 1, the others at the full width (an upper bound:
+    // early positions may hold fewer live beams).
+    const double floor = (static_cast<double>(enc.multiply_adds_fixed) + dec_macs(1) +
+                          (model.parameter_count() - 1) * dec_macs(k)) * mac_ns;
+    char label[64], extra[96];
+    std::snprintf(label, sizeof label, "beam search k=%d (constrained)", k);
+    std::snprintf(extra, sizeof extra, "%d cand.%s, scratch %zu B", candidates,
+                  st ? "" : " FAILED", model.scratch_bytes(k));
+    row(label, t, floor, extra);
+    if (!st) failures->fail("beam search failed");
+    if (k == 100) beam100 = t;
+  }
+  std::printf("  arithmetic: greedy %llu multiply-adds (encoder %llu, decoder step %llu + %llu per beam)\n",
+              static_cast<unsigned long long>(greedy_macs),
+              static_cast<unsigned long long>(enc.multiply_adds_fixed),
+              static_cast<unsigned long long>(dec.multiply_adds_fixed),
+              static_cast<unsigned long long>(dec.multiply_adds_per_row));
+  std::printf("  heap during predict/run_graph: %ld operator new, %ld malloc-family calls\n",
+              heap.news, heap.mallocs);
+  if (heap.news != 0 || heap.mallocs != 0) failures->fail("the runtime allocated on the heap");
+
+  long rss_start = 0, rss_peak = 0;
+  for (int k : {1, 100}) {
+    if (probe_rss(s.blob_path, k, o.problem, &rss_start, &rss_peak)) {
+      std::printf("  peak RSS, tunecast_min_predict beam %-3d: %.1f MB (%.1f MB at process start; "
+                  "blob %.2f MB, scratch %.2f MB)\n",
+                  k, rss_peak / 1024.0, rss_start / 1024.0, s.size / 1048576.0,
+                  model.scratch_bytes(k) / 1048576.0);
+    } else {
+      std::printf("  peak RSS: probe unavailable (needs tunecast_min_predict next to this binary)\n");
+      break;
+    }
+  }
+
+  // Generated C++ predictor, when one for this model is linked in.
+  int generated_count = 0;
+  const GeneratedPredictor* generated = generated_predictors(&generated_count);
+  bool generated_found = false;
+  const char* model_name = model.root()->name() ? model.root()->name()->c_str() : "";
+  for (int i = 0; i < generated_count; ++i) {
+    if (std::strcmp(generated[i].name, model_name) != 0) continue;
+    generated_found = true;
+    std::vector<unsigned char> gscratch(generated[i].scratch_bytes(kMaxK));
+    for (int k : {1, 10, 30, 100, 128}) {
+      PredictOptions options;
+      options.beam_width = k;
+      HeapCount gheap;
+      auto call = [&] {
+        generated[i].predict(problem, options, gscratch.data(), gscratch.size(), out.data(), kMaxK, &info);
+      };
+      const Timing t = measure(o, counting(&gheap, call), 5000, 11);
+      char label[64];
+      std::snprintf(label, sizeof label, "generated C++ beam k=%d", k);
+      row(label, t, 0, "heap " + std::to_string(gheap.news + gheap.mallocs));
+      if (gheap.news || gheap.mallocs) failures->fail("the generated predictor allocated");
+    }
+  }
+  if (!generated_found) {
+    std::printf("  generated C++ predictor: none linked for '%s' (hook: bench/generated_hook.h)\n",
+                model_name);
+  }
+
+  // libtorch peer.
+  Timing torch_greedy, torch_step100;
+  if (o.torch && s.have_ir) {
+    std::string why;
+    std::unique_ptr<TorchPeer> peer = make_torch_peer(s.ir, &why);
+    if (!peer) {
+      std::printf("  libtorch peer: %s\n", why.c_str());
+    } else {
+      const bool end_competes =
+          model.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength;
+      std::vector<std::vector<bool>> allowed(model.parameter_count(),
+                                             std::vector<bool>(model.token_count()));
+      for (int p = 0; p < model.parameter_count(); ++p) {
+        for (int t = 0; t < model.token_count(); ++t) {
+          allowed[p][t] = model.token_allowed(p, t) || (end_competes && model.is_end_token(t));
+        }
+      }
+      const std::vector<int> torch_tokens = peer->greedy(features, allowed);
+      const bool same = torch_tokens == runtime_free_tokens;
+      std::printf("  libtorch peer (%s): greedy tokens", torch_description().c_str());
+      for (int t : torch_tokens) std::printf(" %d", t);
+      std::printf(" -> %s the runtime's (constraints off)\n", same ? "same as" : "DIFFERENT FROM");
+      if (!same) failures->fail("libtorch and the runtime disagree on the greedy sequence");
+      torch_greedy = measure(o, [&] { benchmark::DoNotOptimize(peer->greedy(features, allowed)); }, 2000, 11);
+      char extra[64];
+      std::snprintf(extra, sizeof extra, "tunecast %.1fx faster (cpu, constraints off)",
+                    torch_greedy.cpu_median_ns / greedy_free.cpu_median_ns);
+      row("libtorch greedy (constraints off)", torch_greedy, greedy_floor, extra);
+      peer->prepare_step(1);
+      row("libtorch decoder step, batch 1", measure(o, [&] { peer->step(); }, 2000, 11), dec_macs(1) * mac_ns);
+      peer->prepare_step(100);
+      torch_step100 = measure(o, [&] { peer->step(); }, 2000, 11);
+      std::snprintf(extra, sizeof extra, "tunecast %.1fx faster (cpu)",
+                    torch_step100.cpu_median_ns / step100.cpu_median_ns);
+      row("libtorch decoder step, batch 100", torch_step100, step100_floor, extra);
+    }
+  } else if (o.torch) {
+    std::printf("  libtorch peer: needs the compiler IR (only models imported at bench time)\n");
+  }
+
+  if (ktn) {
+    ktn->have = true;
+    ktn->load = load;
+    ktn->greedy = greedy;
+    ktn->greedy_floor_ns = greedy_floor;
+    ktn->step100 = step100;
+    ktn->step100_floor_ns = step100_floor;
+    ktn->beam100 = beam100;
+    ktn->heap = heap.news + heap.mallocs;
+    ktn->torch_greedy = torch_greedy;
+    ktn->torch_step100 = torch_step100;
+  }
+}
+
+void print_goals(const KtnFigures& k) {
+  // frugally-deep figures from issue 8, measured on this machine type.
+  const double fdeep_load = 21e6, fdeep_greedy = 555e3, fdeep_step = 49e3;
+  std::printf("\n== goals (gfx908 ConvAsm1x1U KTN; CPU-time medians; frugally-deep figures from issue 8)\n");
+  auto line = [](const char* goal, const std::string& value, bool met) {
+    std::printf("  %-52s %-34s %s\n", goal, value.c_str(), met ? "met" : "NOT met");
+  };
+  char v[128];
+  std::snprintf(v, sizeof v, "%s = fdeep/%.0f", fmt_time(k.load.cpu_median_ns).c_str(),
+                fdeep_load / k.load.cpu_median_ns);
+  line("load <= 1/500 of frugally-deep (<= 42 us)", v, k.load.cpu_median_ns <= fdeep_load / 500);
+  std::snprintf(v, sizeof v, "%s = floor x%.2f", fmt_time(k.greedy.cpu_median_ns).c_str(),
+                k.greedy.cpu_median_ns / k.greedy_floor_ns);
+  line("greedy <= 1.5x compute floor", v, k.greedy.cpu_median_ns <= 1.5 * k.greedy_floor_ns);
+  std::snprintf(v, sizeof v, "fdeep/%.1f", fdeep_greedy / k.greedy.cpu_median_ns);
+  line("greedy >= 6x faster than frugally-deep (<= 92.5 us)", v, k.greedy.cpu_median_ns * 6 <= fdeep_greedy);
+  std::snprintf(v, sizeof v, "%s = floor x%.2f", fmt_time(k.step100.cpu_median_ns).c_str(),
+                k.step100.cpu_median_ns / k.step100_floor_ns);
+  line("beam 100: a decoder step <= 1.3x its floor", v, k.step100.cpu_median_ns <= 1.3 * k.step100_floor_ns);
+  std::snprintf(v, sizeof v, "%s (fdeep step x100 = %s)", fmt_time(k.beam100.cpu_median_ns).c_str(),
+                fmt_time(100 * fdeep_step).c_str());
+  line("beam 100: whole prediction < 4 ms", v, k.beam100.cpu_median_ns < 4e6);
+  std::snprintf(v, sizeof v, "%ld", k.heap);
+  line("0 heap allocations in predict", v, k.heap == 0);
+  if (k.torch_greedy.runs > 0) {
+    std::printf("  %-52s greedy x%.1f, decoder step over 100 beams x%.1f\n",
+                "libtorch / tunecast in this run (cpu)", k.torch_greedy.cpu_median_ns / k.greedy.cpu_median_ns,
+                k.torch_step100.cpu_median_ns / k.step100.cpu_median_ns);
+  }
+}
+
+void print_code_size() {
+  long runtime_text = 0, probe_text = 0;
+  std::printf("\n== code size (size -t)\n");
+  if (size_of(TUNECAST_RUNTIME_ARCHIVE, &runtime_text)) {
+    std::printf("  runtime library, all objects: .text %ld bytes (%.1f KB)  goal < 64 KB: %s\n",
+                runtime_text, runtime_text / 1024.0, runtime_text < 64 * 1024 ? "met" : "NOT met");
+  } else {
+    std::printf("  runtime library: `size` unavailable\n");
+  }
+  if (size_of(exe_dir() + "/tunecast_min_predict", &probe_text)) {
+    std::printf("  tunecast_min_predict (runtime + main, libstdc++ shared): text %ld bytes (%.1f KB)\n",
+                probe_text, probe_text / 1024.0);
+  }
+}
+
+int usage() {
+  std::printf(
+      "usage: tunecast_bench [--smoke] [--no-torch] [--no-ktn] [--data DIR] [--problem FIELDS]\n"
+      "                      [--seconds S] [MODEL.tcm ...]\n\n"
+      "Times blob load, greedy and beam-search prediction (k = 1, 10, 30, 100, 128), decoder steps,\n"
+      "memory and heap use of the runtime on MIOpen's gfx908 ConvAsm1x1U KTN (imported from DIR,\n"
+      "default $TUNECAST_DATA_DIR or the checkout's ../shared/data), on every weights/**/*.tcm and\n"
+      "on each MODEL.tcm given; compares with this core's FMA floor and libtorch (one thread).\n"
+      "--smoke runs each figure once (CI): exit status 1 if predict touches the heap or anything\n"
+      "fails, never because of a time.\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunecast::bench
+
+int main(int argc, char** argv) {
+  using namespace tunecast;
+  using namespace tunecast::bench;
+  Options o;
+  const char* env = std::getenv("TUNECAST_DATA_DIR");
+  o.data_dir = env && env[0] ? env : TUNECAST_SOURCE_DIR "/../shared/data";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "tunecast_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--smoke") o.smoke = true;
+    else if (a == "--no-torch") o.torch = false;
+    else if (a == "--no-ktn") o.ktn = false;
+    else if (a == "--data") o.data_dir = value();
+    else if (a == "--problem") o.problem = value();
+    else if (a == "--seconds") o.seconds = std::atof(value().c_str());
+    else if (a == "--help" || a == "-h") return usage();
+    else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "tunecast_bench: unknown option '%s' (try --help)\n", a.c_str());
+      return 2;
+    } else o.models.push_back(a);
+  }
+
+  const FmaRate fma = measure_fma(o.smoke);
+  std::printf("tunecast_bench%s: %s build, %s\n", o.smoke ? " --smoke" : "",
+#if defined(__AVX512F__)
+              "AVX-512",
+#elif defined(__AVX2__)
+              "AVX2",
+#else
+              "baseline SIMD",
+#endif
+              o.torch ? torch_description().c_str() : "libtorch off");
+  std::printf("FMA peak: %.1f fp32 multiply-adds/ns (%d-lane vectors; = %.1f per cycle at 3.6 GHz)\n",
+              fma.per_ns, fma.lanes, fma.per_ns / 3.6);
+  std::printf("times are medians of per-call wall times%s\n", o.smoke ? " (smoke: one call each)" : "");
+
+  std::vector<Subject> subjects;
+  Failures failures;
+  if (o.ktn) {
+    subjects.emplace_back();
+    Status st = import_ktn_subject(o.data_dir, &subjects.back());
+    if (!st) {
+      std::printf("\n(KTN skipped: %s)\n", st.message());
+      subjects.pop_back();
+    }
+  }
+  std::vector<std::string> paths = o.models;
+  std::error_code error;
+  const std::filesystem::path weights = TUNECAST_SOURCE_DIR "/weights";
+  if (o.models.empty() && std::filesystem::is_directory(weights, error)) {
+    std::vector<std::string> shipped;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(weights, error)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".tcm") shipped.push_back(entry.path().string());
+    }
+    std::sort(shipped.begin(), shipped.end());
+    if (shipped.empty()) std::printf("(no compiled predictors under weights/**/*.tcm)\n");
+    paths.insert(paths.end(), shipped.begin(), shipped.end());
+  }
+  for (const std::string& path : paths) {
+    subjects.emplace_back();
+    Status st = blob_subject(path, &subjects.back());
+    if (!st) {
+      std::printf("\n== %s\n  %s\n", path.c_str(), st.message());
+      failures.fail("cannot read the blob");
+      subjects.pop_back();
+    }
+  }
+
+  KtnFigures ktn;
+  for (size_t i = 0; i < subjects.size(); ++i) {
+    const bool is_ktn = o.ktn && i == 0 && subjects[i].have_ir;
+    report(o, fma, subjects[i], &failures, is_ktn ? &ktn : nullptr);
+  }
+  if (ktn.have) print_goals(ktn);
+  print_code_size();
+  for (Subject& s : subjects) {
+    if (s.temp_file) unlink(s.blob_path.c_str());
+  }
+  if (failures.count) {
+    std::printf("\n%d check(s) failed\n", failures.count);
+    return 1;
+  }
+  std::printf("\nok\n");
+  return 0;
+}

@@ -1,0 +1,101 @@
+# tunecast_add_predictor(TARGET MODEL [EMIT cpp|blob] [NAMESPACE ns] [NAME name] [RULES file.tcr]
+#                        [ENCODING file.tce] [MAX_BEAM k] [DIRECTION fwd|bwd|wrw])
+#
+# Compiles MODEL at build time and adds the result to TARGET:
+#   EMIT cpp  (default) a generated predictor, struct ns::name (tunecast emit-cpp)
+#   EMIT blob the verified blob as an alignas(32) byte array, ns::name_data() / ns::name_size()
+#             (tunecast embed), for tunecast::Model::load
+# MODEL is a compiled blob (*.tcm), a trainer export (*.tcir.json) or a MIOpen Keras model (a KTN
+# prefix such as .../gfx908_ConvAsm1x1U, or *.tn.model); RULES and ENCODING are compiled into the
+# blob on the way. NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
+# TARGET gets the generated folder on its include path (#include "name.h") and links tunecast::runtime.
+# Works in tunecast's own build (add_subdirectory) and against an installed package.
+
+function(tunecast_add_predictor TARGET MODEL)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "EMIT;NAMESPACE;NAME;RULES;ENCODING;MAX_BEAM;DIRECTION" "")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "tunecast_add_predictor: unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT TARGET tunecast::tunecast)
+    message(FATAL_ERROR "tunecast_add_predictor: the tunecast compiler (target tunecast::tunecast) is "
+                        "not available; find_package(tunecast) or add tunecast's source directory first")
+  endif()
+  if(NOT ARG_EMIT)
+    set(ARG_EMIT cpp)
+  endif()
+  if(NOT ARG_EMIT MATCHES "^(cpp|blob)$")
+    message(FATAL_ERROR "tunecast_add_predictor: EMIT must be cpp or blob, not '${ARG_EMIT}'")
+  endif()
+  if(NOT ARG_NAMESPACE)
+    set(ARG_NAMESPACE tunecast_generated)
+  endif()
+  get_filename_component(model "${MODEL}" ABSOLUTE)
+  if(NOT ARG_NAME)
+    get_filename_component(ARG_NAME "${model}" NAME)
+    string(REGEX REPLACE "\\.(tcm|tcir\\.json|tn\\.model)$" "" ARG_NAME "${ARG_NAME}")
+    string(MAKE_C_IDENTIFIER "${ARG_NAME}" ARG_NAME)
+  endif()
+  if(NOT ARG_MAX_BEAM)
+    set(ARG_MAX_BEAM 16)
+  endif()
+
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/tunecast_predictors/${ARG_NAME}")
+  file(MAKE_DIRECTORY "${dir}")
+
+  # The blob: used as is, or compiled from the source model with its rules.
+  set(rules_args)
+  set(rules_deps)
+  foreach(kind RULES ENCODING)
+    if(ARG_${kind})
+      get_filename_component(file "${ARG_${kind}}" ABSOLUTE)
+      string(TOLOWER "${kind}" option)
+      list(APPEND rules_args "--${option}" "${file}")
+      list(APPEND rules_deps "${file}")
+    endif()
+  endforeach()
+  if(model MATCHES "\\.tcm$" AND NOT rules_args)
+    set(blob "${model}")
+  else()
+    set(blob "${dir}/${ARG_NAME}.tcm")
+    if(model MATCHES "\\.tcm$")
+      message(FATAL_ERROR "tunecast_add_predictor: ${MODEL} is already compiled; RULES and ENCODING "
+                          "apply to source models (*.tcir.json, Keras)")
+    elseif(model MATCHES "\\.tcir\\.json$")
+      set(command compile "${model}")
+      set(model_deps "${model}")
+    else()
+      set(command import-keras "${model}")
+      if(model MATCHES "\\.tn\\.model$")
+        set(model_deps "${model}")
+      else()
+        set(model_deps "${model}_encoder.ktn.model" "${model}_decoder.ktn.model" "${model}_metadata.ktn.model")
+      endif()
+      if(ARG_DIRECTION)
+        list(APPEND command --direction ${ARG_DIRECTION})
+      endif()
+    endif()
+    add_custom_command(
+      OUTPUT "${blob}"
+      COMMAND tunecast::tunecast ${command} -o "${blob}" ${rules_args}
+      DEPENDS ${model_deps} ${rules_deps} tunecast::tunecast
+      COMMENT "tunecast: compiling ${ARG_NAME}.tcm"
+      VERBATIM)
+  endif()
+
+  set(outputs "${dir}/${ARG_NAME}.h" "${dir}/${ARG_NAME}.cpp")
+  if(ARG_EMIT STREQUAL "cpp")
+    set(command emit-cpp "${blob}" -o "${dir}" --namespace ${ARG_NAMESPACE} --name ${ARG_NAME}
+                --max-beam ${ARG_MAX_BEAM})
+  else()
+    set(command embed "${blob}" -o "${dir}" --namespace ${ARG_NAMESPACE} --name ${ARG_NAME})
+  endif()
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND tunecast::tunecast ${command}
+    DEPENDS "${blob}" tunecast::tunecast
+    COMMENT "tunecast: generating ${ARG_NAME} (${ARG_EMIT})"
+    VERBATIM)
+  target_sources(${TARGET} PRIVATE ${outputs})
+  target_include_directories(${TARGET} PUBLIC "$<BUILD_INTERFACE:${dir}>")
+  target_link_libraries(${TARGET} PUBLIC tunecast::runtime)
+endfunction()

@@ -1,0 +1,105 @@
+// emit-cpp and embed: a verified blob in, C++ sources out (atomically, both or neither valid).
+#include <cstdio>
+
+#include "cli.h"
+#include "tunecast/codegen/cpp_emitter.h"
+
+namespace tunecast::cli {
+namespace {
+
+std::string join_path(const std::string& dir, const std::string& file) {
+  return dir.empty() || dir.back() == '/' ? dir + file : dir + "/" + file;
+}
+
+Status write_pair(const std::string& dir, const std::string& name, const std::string& header,
+                  const std::string& source) {
+  TUNECAST_RETURN_IF_ERROR(codegen::write_file_atomic(join_path(dir, name + ".h"), header));
+  return codegen::write_file_atomic(join_path(dir, name + ".cpp"), source);
+}
+
+// Reads -o, --namespace, --name shared by both commands.
+Status output_names(const Args& args, std::string* dir, std::string* name_space,
+                    std::string* name) {
+  *dir = args.get("output");
+  *name_space = args.get("namespace", "tunecast_generated");
+  *name = args.get("name");
+  if (name->empty()) {
+    return Status::error(StatusCode::kInvalidArgument, "--name is required");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmd_emit_cpp(const std::vector<std::string>& argv) {
+  Args args;
+  Status status = args.parse(argv, {"output", "namespace", "name", "max-beam"}, {});
+  if (args.has("help")) {
+    std::printf(
+        "usage: tunecast emit-cpp MODEL.tcm -o DIR --name NAME [--namespace NS] [--max-beam K]\n\n"
+        "Writes DIR/NAME.h and DIR/NAME.cpp: struct NS::NAME, a predictor with the model's weights\n"
+        "as aligned constant arrays, layer sizes as compile-time constants, the constraints and\n"
+        "feature encoding compiled to C++, and the blob runtime's beam search. Its predictions\n"
+        "equal tunecast::predict's on the blob, bit for bit. Link against tunecast's runtime.\n\n"
+        "  --name      struct name and file stem (a C++ identifier)\n"
+        "  --namespace enclosing namespace, may be nested (a::b); default tunecast_generated\n"
+        "  --max-beam  largest beam width the generated Scratch holds (1..%d, default 16)\n",
+        kMaxBeamWidth);
+    return 0;
+  }
+  if (!status) return usage_error("emit-cpp", status.message());
+  if (args.positional().size() != 1 || !args.has("output")) {
+    return usage_error("emit-cpp", "expected one MODEL and -o DIR");
+  }
+  std::string dir;
+  codegen::CppEmitOptions options;
+  status = output_names(args, &dir, &options.name_space, &options.name);
+  if (status) status = args.get_int("max-beam", 16, &options.max_beam);
+  if (!status) return usage_error("emit-cpp", status.message());
+  options.source = args.positional()[0];
+
+  LoadedModel loaded;
+  status = load_model_file(args.positional()[0], &loaded);
+  if (!status) return fail(status);
+  codegen::CppSources sources;
+  status = codegen::emit_cpp(loaded.model, options, &sources);
+  if (status) status = write_pair(dir, options.name, sources.header, sources.source);
+  if (!status) return fail(status);
+  std::printf("emit-cpp: wrote %s.h and %s.cpp (%zu + %zu bytes, beams up to %d)\n",
+              join_path(dir, options.name).c_str(), join_path(dir, options.name).c_str(),
+              sources.header.size(), sources.source.size(), options.max_beam);
+  return 0;
+}
+
+int cmd_embed(const std::vector<std::string>& argv) {
+  Args args;
+  Status status = args.parse(argv, {"output", "namespace", "name"}, {});
+  if (args.has("help")) {
+    std::printf(
+        "usage: tunecast embed MODEL.tcm -o DIR --name NAME [--namespace NS]\n\n"
+        "Writes DIR/NAME.h and DIR/NAME.cpp holding the blob as an alignas(32) byte array with\n"
+        "accessors NS::NAME_data() and NS::NAME_size(), ready for tunecast::Model::load. The\n"
+        "blob is verified before it is embedded.\n");
+    return 0;
+  }
+  if (!status) return usage_error("embed", status.message());
+  if (args.positional().size() != 1 || !args.has("output")) {
+    return usage_error("embed", "expected one MODEL and -o DIR");
+  }
+  std::string dir, name_space, name;
+  status = output_names(args, &dir, &name_space, &name);
+  if (!status) return usage_error("embed", status.message());
+  LoadedModel loaded;
+  status = load_model_file(args.positional()[0], &loaded);
+  if (!status) return fail(status);
+  std::string header, source;
+  status = codegen::emit_embedded_blob(loaded.file.data(), loaded.file.size(), name_space, name,
+                                       args.positional()[0], &header, &source);
+  if (status) status = write_pair(dir, name, header, source);
+  if (!status) return fail(status);
+  std::printf("embed: wrote %s.h and %s.cpp (%zu-byte blob)\n", join_path(dir, name).c_str(),
+              join_path(dir, name).c_str(), loaded.file.size());
+  return 0;
+}
+
+}  // namespace tunecast::cli

@@ -1,0 +1,333 @@
+// eval: the paper's metrics, computed by the real runtime (constrained beam search) over every
+// problem of a solver in a perf DB, next to the trivial baselines.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "cli.h"
+#include "tunecast/codegen/baselines.h"
+#include "tunecast/codegen/dataset_split.h"
+#include "tunecast/codegen/perfdb.h"
+#include "tunecast/predict.h"
+
+namespace tunecast::cli {
+namespace {
+
+using codegen::ParamVector;
+
+Status parse_list(const std::string& text, const char* what, std::vector<std::string>* out) {
+  out->clear();
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (!item.empty()) out->push_back(item);
+  }
+  if (out->empty()) return Status::error(StatusCode::kInvalidArgument, "%s is empty", what);
+  return Status::ok();
+}
+
+// Per-k metrics over a set of problems.
+struct Scores {
+  std::vector<int> ks;
+  std::vector<double> perfect;   // fraction of problems whose tuned vector is among the first k
+  std::vector<double> average;   // mean per-parameter accuracy of the best-matching of the first k
+  int n = 0;
+
+  explicit Scores(std::vector<int> k_list)
+      : ks(std::move(k_list)), perfect(ks.size(), 0.0), average(ks.size(), 0.0) {}
+
+  // `candidates_for(i)` gives the candidate list used for k = ks[i].
+  template <typename CandidatesFor>
+  void add(const ParamVector& target, CandidatesFor candidates_for) {
+    ++n;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const std::vector<ParamVector>& cands = candidates_for(i);
+      const size_t limit = std::min(cands.size(), static_cast<size_t>(ks[i]));
+      double best = 0.0;
+      bool hit = false;
+      for (size_t c = 0; c < limit; ++c) {
+        size_t same = 0;
+        for (size_t p = 0; p < target.size() && p < cands[c].size(); ++p) same += cands[c][p] == target[p];
+        best = std::max(best, static_cast<double>(same) / target.size());
+        hit = hit || cands[c] == target;
+      }
+      perfect[i] += hit;
+      average[i] += best;
+    }
+  }
+  nlohmann::json to_json(const char* key) const {
+    nlohmann::json j = nlohmann::json::object();
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const double v = key[0] == 'p' ? perfect[i] : average[i];
+      j[std::to_string(ks[i])] = n ? 100.0 * v / n : 0.0;
+    }
+    return j;
+  }
+};
+
+struct ProblemResult {
+  std::vector<std::vector<ParamVector>> candidates;  // per k
+  int64_t returned = 0;
+  int64_t invalid = 0;
+  int64_t removed = 0;
+  bool failed = false;
+  std::string error;
+};
+
+void print_row(const char* label, const Scores& s, const std::string& extra) {
+  std::printf("%-16s", label);
+  for (size_t i = 0; i < s.ks.size(); ++i) std::printf(" %7.1f", s.n ? 100.0 * s.perfect[i] / s.n : 0.0);
+  std::printf("   %6.1f %s\n", s.n ? 100.0 * s.average[0] / s.n : 0.0, extra.c_str());
+}
+
+}  // namespace
+
+int cmd_eval(const std::vector<std::string>& argv) {
+  Args args;
+  Status status = args.parse(
+      argv, {"perfdb", "solver", "precision", "beam", "split", "split-seed", "train-perfdb", "plot", "limit", "threads"},
+      {"json", "no-baselines", "no-constraints"});
+  if (args.has("help")) {
+    std::printf(
+        "usage: tunecast eval MODEL.tcm --perfdb DB --solver S [--precision FP32,FP16]\n"
+        "                     [--beam 1,10,30,50,100] [--split all|train|val|test] [--split-seed N]\n"
+        "                     [--train-perfdb DB] [--no-baselines] [--no-constraints]\n"
+        "                     [--plot FILE.png] [--json] [--limit N] [--threads N]\n\n"
+        "Runs the runtime's constrained beam search at each beam width over every problem of\n"
+        "solver S (and the given precisions) in DB and reports the paper's metrics:\n"
+        "  perfect@k  share of problems whose tuned vector is among the k candidates (beam k)\n"
+        "  average@k  mean per-parameter accuracy of the best-matching of the k candidates\n"
+        "             (k = 1: plain per-parameter accuracy)\n"
+        "  invalid    share of returned candidates that break the model's constraints, checked\n"
+        "             on the whole vector independently of the search\n"
+        "Baselines on the same problems: the k most frequent training vectors, and the distinct\n"
+        "vectors of the nearest training problems (docs/training.md). Training rows come from the\n"
+        "train split (tools/tunecast_train/data.py) of --train-perfdb (default: --perfdb), minus\n"
+        "every evaluated problem. --split picks the evaluated problems (default all).\n"
+        "--json prints {\"n\", \"perfect\", \"average\", \"invalid_rate\", \"baselines\", ...}.\n");
+    return 0;
+  }
+  if (!status) return usage_error("eval", status.message());
+  if (args.positional().size() != 1 || !args.has("perfdb") || !args.has("solver")) {
+    return usage_error("eval", "expected MODEL, --perfdb DB and --solver S");
+  }
+  std::vector<std::string> beam_texts, precisions;
+  status = parse_list(args.get("beam", "1,10,30,50,100"), "--beam", &beam_texts);
+  if (status) status = parse_list(args.get("precision", "FP32,FP16,BF16,INT8"), "--precision", &precisions);
+  if (!status) return usage_error("eval", status.message());
+  std::vector<int> ks;
+  for (const std::string& t : beam_texts) {
+    char* end = nullptr;
+    const long k = std::strtol(t.c_str(), &end, 10);
+    if (*end != '\0' || k < 1 || k > kMaxBeamWidth) {
+      return usage_error("eval", "beam width '" + t + "' is outside 1.." + std::to_string(kMaxBeamWidth));
+    }
+    ks.push_back(static_cast<int>(k));
+  }
+  std::set<int64_t> dtypes;
+  for (const std::string& p : precisions) {
+    int64_t value;
+    if (!find_problem_symbol(ProblemField::kDtype, p, &value)) {
+      return usage_error("eval", "unknown precision '" + p + "' (FP32, FP16, BF16, INT8)");
+    }
+    dtypes.insert(value);
+  }
+  const std::string split = args.get("split", "all");
+  if (split != "all" && split != "train" && split != "val" && split != "test") {
+    return usage_error("eval", "--split must be all, train, val or test");
+  }
+  int seed = 0, limit = 0, threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  status = args.get_int("split-seed", 0, &seed);
+  if (status) status = args.get_int("limit", 0, &limit);
+  if (status) status = args.get_int("threads", threads, &threads);
+  if (!status) return usage_error("eval", status.message());
+  threads = std::max(1, threads);
+
+  LoadedModel loaded;
+  status = load_model_file(args.positional()[0], &loaded);
+  if (!status) return fail(status);
+  const Model& model = loaded.model;
+  if (!model.is_seq2seq() || model.root()->encoding() == nullptr) {
+    return fail(Status::error(StatusCode::kInvalidArgument,
+                              "%s needs a feature encoding to be evaluated from a perf DB",
+                              args.positional()[0].c_str()));
+  }
+  const bool has_constraints = model.root()->constraints() && model.root()->constraints()->size() > 0;
+
+  auto read_rows = [&](const std::string& path, std::vector<PerfDbRow>* rows) -> Status {
+    std::vector<PerfDbRow> all;
+    TUNECAST_RETURN_IF_ERROR(read_perf_db(path, args.get("solver"), PerfDbFilter(), &all));
+    rows->clear();
+    for (PerfDbRow& r : all) {
+      if (dtypes.count(r.problem.get(ProblemField::kDtype))) rows->push_back(std::move(r));
+    }
+    return Status::ok();
+  };
+  std::vector<PerfDbRow> rows;
+  status = read_rows(args.get("perfdb"), &rows);
+  if (!status) return fail(status);
+  std::vector<PerfDbRow> evaluated;
+  std::set<std::string> evaluated_descriptors;
+  for (PerfDbRow& r : rows) {
+    if (split != "all" && split != codegen::split_name(codegen::split_of(r.problem, seed))) continue;
+    if (r.params.size() != static_cast<size_t>(model.parameter_count())) {
+      return fail(Status::error(StatusCode::kInvalidArgument,
+                                "row %lld has %zu parameters, the model predicts %d (wrong solver?)",
+                                static_cast<long long>(r.config_id), r.params.size(),
+                                model.parameter_count()));
+    }
+    evaluated_descriptors.insert(codegen::descriptor_text(r.problem));
+    evaluated.push_back(r);
+    if (limit > 0 && static_cast<int>(evaluated.size()) >= limit) break;
+  }
+  if (evaluated.empty()) {
+    return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions",
+                              split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str()));
+  }
+
+  // Runtime predictions, one beam search per k, problems spread over threads.
+  const int max_k = *std::max_element(ks.begin(), ks.end());
+  std::vector<ProblemResult> results(evaluated.size());
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&]() {
+    std::vector<unsigned char> scratch(model.scratch_bytes(max_k));
+    std::vector<Candidate> out(static_cast<size_t>(max_k));
+    for (size_t i = next++; i < evaluated.size(); i = next++) {
+      ProblemResult& r = results[i];
+      for (int k : ks) {
+        PredictOptions options;
+        options.beam_width = k;
+        options.use_model_constraints = !args.has("no-constraints");
+        PredictInfo info;
+        const Status s = predict(model, evaluated[i].problem, options, scratch.data(), scratch.size(),
+                                 out.data(), k, &info);
+        r.candidates.emplace_back();
+        if (!s && s.code() != StatusCode::kNoValidCandidate) {
+          r.failed = true;
+          r.error = s.message();
+          break;
+        }
+        r.removed += info.rejected_by_constraints;
+        for (int c = 0; c < info.candidates; ++c) {
+          r.candidates.back().emplace_back(out[c].values, out[c].values + out[c].length);
+          ++r.returned;
+          if (has_constraints && !check_candidate(model, evaluated[i].problem, out[c].values, out[c].length, nullptr)) {
+            ++r.invalid;
+          }
+        }
+      }
+      const size_t finished = ++done;
+      if (!args.has("json") && (finished % 200 == 0 || finished == evaluated.size())) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr, "\reval: %zu/%zu problems (%.0f/s)", finished, evaluated.size(), finished / seconds);
+        if (finished == evaluated.size()) std::fprintf(stderr, "\n");
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  for (const ProblemResult& r : results) {
+    if (r.failed) return fail(Status::error(StatusCode::kInvalidArgument, "prediction failed: %s", r.error.c_str()));
+  }
+
+  Scores model_scores(ks);
+  int64_t returned = 0, invalid = 0, removed = 0;
+  for (size_t i = 0; i < evaluated.size(); ++i) {
+    model_scores.add(evaluated[i].params, [&](size_t k_index) -> const std::vector<ParamVector>& {
+      return results[i].candidates[k_index];
+    });
+    returned += results[i].returned;
+    invalid += results[i].invalid;
+    removed += results[i].removed;
+  }
+
+  nlohmann::json j;
+  j["model"] = args.positional()[0];
+  j["perfdb"] = args.get("perfdb");
+  j["solver"] = args.get("solver");
+  j["precisions"] = precisions;
+  j["split"] = split;
+  j["n"] = model_scores.n;
+  j["perfect"] = model_scores.to_json("perfect");
+  j["average"] = model_scores.to_json("average");
+  j["invalid_rate"] = has_constraints && returned ? static_cast<double>(invalid) / returned : 0.0;
+  j["constraints_checked"] = has_constraints;
+  j["removed_by_constraints"] = removed;
+
+  Scores frequent_scores(ks), nearest_scores(ks);
+  const bool baselines = !args.has("no-baselines");
+  size_t train_count = 0;
+  if (baselines) {
+    std::vector<PerfDbRow> train_rows;
+    status = args.has("train-perfdb") ? read_rows(args.get("train-perfdb"), &train_rows) : Status::ok();
+    if (!status) return fail(status);
+    const std::vector<PerfDbRow>& source = args.has("train-perfdb") ? train_rows : rows;
+    std::vector<Problem> train_problems;
+    std::vector<ParamVector> train_params;
+    for (const PerfDbRow& r : source) {
+      if (codegen::split_of(r.problem, seed) != codegen::Split::kTrain) continue;
+      if (evaluated_descriptors.count(codegen::descriptor_text(r.problem))) continue;
+      train_problems.push_back(r.problem);
+      train_params.push_back(r.params);
+    }
+    train_count = train_problems.size();
+    if (train_count > 0) {
+      const std::vector<ParamVector> frequent = codegen::most_frequent(train_params);
+      const codegen::NearestNeighbours nearest(train_problems, train_params);
+      for (const PerfDbRow& r : evaluated) {
+        frequent_scores.add(r.params, [&](size_t) -> const std::vector<ParamVector>& { return frequent; });
+        const std::vector<ParamVector> near = nearest.query(r.problem, static_cast<size_t>(max_k));
+        nearest_scores.add(r.params, [&](size_t) -> const std::vector<ParamVector>& { return near; });
+      }
+      j["baselines"] = {
+          {"train_rows", train_count},
+          {"most_frequent", {{"perfect", frequent_scores.to_json("perfect")}, {"average", frequent_scores.to_json("average")}}},
+          {"nearest", {{"perfect", nearest_scores.to_json("perfect")}, {"average", nearest_scores.to_json("average")}}}};
+    }
+  }
+
+  if (args.has("plot")) {
+    const std::string json_path = args.get("plot") + ".json";
+    status = codegen::write_file_atomic(json_path, j.dump(2));
+    if (!status) return fail(status);
+    const std::string command = "/usr/bin/python3 \"" TUNECAST_TOOLS_DIR "/plot_eval.py\" \"" + json_path +
+                                "\" \"" + args.get("plot") + "\"";
+    if (std::system(command.c_str()) != 0) {
+      return fail(Status::error(StatusCode::kIoError,
+                                "plotting failed (needs python3 with matplotlib): %s", command.c_str()));
+    }
+  }
+
+  if (args.has("json")) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s on %s: %s %s, split %s, %d problems\n", args.positional()[0].c_str(),
+              args.get("perfdb").c_str(), args.get("solver").c_str(), args.get("precision", "all").c_str(),
+              split.c_str(), model_scores.n);
+  std::printf("%-16s", "perfect@k (%)");
+  for (int k : ks) std::printf(" %7d", k);
+  std::printf("   avg@%d\n", ks[0]);
+  char extra[128];
+  std::snprintf(extra, sizeof extra, "invalid %.4f%%, constraints removed %lld expansions",
+                has_constraints && returned ? 100.0 * invalid / returned : 0.0, static_cast<long long>(removed));
+  print_row("tunecast", model_scores, has_constraints ? extra : "(model has no constraints)");
+  if (baselines && train_count > 0) {
+    print_row("most frequent", frequent_scores, "");
+    print_row("nearest", nearest_scores, "(" + std::to_string(train_count) + " training rows)");
+  }
+  if (args.has("plot")) std::printf("plot: %s\n", args.get("plot").c_str());
+  return 0;
+}
+
+}  // namespace tunecast::cli

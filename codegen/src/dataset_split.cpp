@@ -1,0 +1,118 @@
+#include "tunecast/codegen/dataset_split.h"
+
+#include <cstring>
+
+namespace tunecast::codegen {
+namespace {
+
+// FIPS 180-4 SHA-256.
+constexpr uint32_t kRound[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+void compress(uint32_t state[8], const uint8_t block[64]) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i) {
+    w[i] = uint32_t{block[4 * i]} << 24 | uint32_t{block[4 * i + 1]} << 16 |
+           uint32_t{block[4 * i + 2]} << 8 | block[4 * i + 3];
+  }
+  for (int i = 16; i < 64; ++i) {
+    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+  for (int i = 0; i < 64; ++i) {
+    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
+                        kRound[i] + w[i];
+    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+  }
+  state[0] += a; state[1] += b; state[2] += c; state[3] += d;
+  state[4] += e; state[5] += f; state[6] += g; state[7] += h;
+}
+
+}  // namespace
+
+std::array<uint8_t, 32> sha256(std::string_view data) {
+  uint32_t state[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const uint64_t bits = uint64_t{data.size()} * 8;
+  size_t i = 0;
+  for (; i + 64 <= data.size(); i += 64) compress(state, reinterpret_cast<const uint8_t*>(data.data() + i));
+  uint8_t tail[128] = {};
+  const size_t rest = data.size() - i;
+  std::memcpy(tail, data.data() + i, rest);
+  tail[rest] = 0x80;
+  const size_t tail_size = rest + 9 <= 64 ? 64 : 128;
+  for (int b = 0; b < 8; ++b) tail[tail_size - 1 - b] = static_cast<uint8_t>(bits >> (8 * b));
+  compress(state, tail);
+  if (tail_size == 128) compress(state, tail + 64);
+  std::array<uint8_t, 32> digest;
+  for (int w = 0; w < 8; ++w) {
+    for (int b = 0; b < 4; ++b) digest[4 * w + b] = static_cast<uint8_t>(state[w] >> (24 - 8 * b));
+  }
+  return digest;
+}
+
+std::string descriptor_text(const Problem& p) {
+  // perf-DB config columns (minus id) in table order, paired with our problem fields.
+  struct Column {
+    const char* name;
+    ProblemField field;
+  };
+  static constexpr Column kColumns[] = {
+      {"layout", ProblemField::kLayout},        {"data_type", ProblemField::kDtype},
+      {"direction", ProblemField::kDir},        {"spatial_dim", ProblemField::kSpatialDim},
+      {"in_channels", ProblemField::kC},        {"in_h", ProblemField::kH},
+      {"in_w", ProblemField::kW},               {"in_d", ProblemField::kD},
+      {"fil_h", ProblemField::kY},              {"fil_w", ProblemField::kX},
+      {"fil_d", ProblemField::kZ},              {"out_channels", ProblemField::kK},
+      {"batchsize", ProblemField::kN},          {"pad_h", ProblemField::kPadH},
+      {"pad_w", ProblemField::kPadW},           {"pad_d", ProblemField::kPadD},
+      {"conv_stride_h", ProblemField::kStrideH}, {"conv_stride_w", ProblemField::kStrideW},
+      {"conv_stride_d", ProblemField::kStrideD}, {"dilation_h", ProblemField::kDilH},
+      {"dilation_w", ProblemField::kDilW},      {"dilation_d", ProblemField::kDilD},
+      {"bias", ProblemField::kBias},            {"group_count", ProblemField::kG},
+  };
+  std::string text;
+  for (const Column& c : kColumns) {
+    if (!text.empty()) text += ';';
+    text += c.name;
+    text += '=';
+    const char* symbol = (c.field == ProblemField::kLayout || c.field == ProblemField::kDtype ||
+                          c.field == ProblemField::kDir)
+                             ? problem_symbol_name(c.field, p.get(c.field))
+                             : nullptr;
+    text += symbol ? std::string(symbol) : std::to_string(p.get(c.field));
+  }
+  return text;
+}
+
+Split split_of(const Problem& problem, int seed) {
+  const auto digest = sha256(std::to_string(seed) + ":" + descriptor_text(problem));
+  uint64_t head = 0;
+  for (int i = 0; i < 8; ++i) head = head << 8 | digest[i];
+  const uint64_t bucket = head % 1000;
+  return bucket < 800 ? Split::kTrain : bucket < 900 ? Split::kVal : Split::kTest;
+}
+
+const char* split_name(Split split) {
+  switch (split) {
+    case Split::kTrain: return "train";
+    case Split::kVal: return "val";
+    case Split::kTest: return "test";
+  }
+  return "?";
+}
+
+}  // namespace tunecast::codegen

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Run a plan of tools/train.py runs in parallel (one GPU holds many small models).
+
+A plan is a text file; each non-empty, non-# line is `NAME: train.py arguments`. Every run writes
+to OUT/NAME/ (its log in OUT/NAME/train.log); `{data}` in a line is replaced by --data.
+Example (device machine):
+  python3 tools/sweep.py tools/sweeps/first.txt --data .device/data --out $OUT --jobs 16 --device cuda
+"""
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("plan")
+    ap.add_argument("--data", default=".device/data")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--seed", type=int, default=0, help="passed to every run")
+    ap.add_argument("--only", nargs="*", help="run only these names")
+    args = ap.parse_args()
+    runs = []
+    for line in open(args.plan):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, rest = line.split(":", 1)
+            if not args.only or name.strip() in args.only:
+                runs.append((name.strip(), rest.replace("{data}", args.data)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    pending, live, t0 = list(runs), [], time.time()
+    while pending or live:
+        while pending and len(live) < args.jobs:
+            name, rest = pending.pop(0)
+            out = os.path.join(args.out, name)
+            os.makedirs(out, exist_ok=True)
+            cmd = [sys.executable, os.path.join(here, "train.py")] + shlex.split(rest) + [
+                "--out", out, "--device", args.device, "--seed", str(args.seed), "--threads", "1", "--name", name]
+            log = open(os.path.join(out, "train.log"), "w")
+            live.append((name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+            print(f"[sweep] started {name}: {' '.join(cmd[2:])}", flush=True)
+        time.sleep(2)
+        for item in list(live):
+            name, p, log = item
+            if p.poll() is not None:
+                log.close()
+                live.remove(item)
+                print(f"[sweep] {name} exited {p.returncode} at {time.time() - t0:.0f}s", flush=True)
+    print(f"[sweep] all done in {time.time() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
