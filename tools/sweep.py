@@ -21,7 +21,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--seed", type=int, default=0, help="passed to every run")
+    ap.add_argument("--seed", type=int, default=0, help="passed to every run whose line sets no --seed")
     ap.add_argument("--only", nargs="*", help="run only these names")
     args = ap.parse_args()
     runs = []
@@ -39,7 +39,9 @@ def main():
             out = os.path.join(args.out, name)
             os.makedirs(out, exist_ok=True)
             cmd = [sys.executable, os.path.join(here, "train.py")] + shlex.split(rest) + [
-                "--out", out, "--device", args.device, "--seed", str(args.seed), "--threads", "1", "--name", name]
+                "--out", out, "--device", args.device, "--threads", "1", "--name", name]
+            if "--seed" not in rest.split():
+                cmd += ["--seed", str(args.seed)]
             log = open(os.path.join(out, "train.log"), "w")
             live.append((name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
             print(f"[sweep] started {name}: {' '.join(cmd[2:])}", flush=True)

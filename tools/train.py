@@ -221,7 +221,7 @@ def main():
     tchk = torch.tensor([[max(t, 0) for t in vocab.encode(r["params"])] for r in test[:4]])
     diff = export.check(model, j, Xchk, tchk)
     result["export_max_abs_diff"] = diff
-    print(f"[train] export check: max |numpy - torch| = {diff:.2e} ({'ok' if diff < 1e-5 else 'FAILED'})")
+    print(f"[train] export check: max |numpy - torch| / max(1, |torch|) = {diff:.2e} ({'ok' if diff < 1e-5 else 'FAILED'})")
     torch.save({"state_dict": model.state_dict(), "args": vars(args), "encoding": enc.to_json(),
                 "vocabulary": vocab.to_json(), "mean": mean, "std": std}, os.path.join(args.out, "model.pt"))
     with open(os.path.join(args.out, "metrics.json"), "w") as fh:

@@ -1,7 +1,8 @@
 #include "graph_executor.h"
 
-#include <cmath>
 #include <cstring>
+
+#include "tunecast/layers.h"
 
 namespace tunecast::detail {
 namespace {
@@ -19,145 +20,39 @@ const float* bias_of(const schema::Layer* layer) {
   return (layer->bias() && layer->bias()->size() > 0) ? layer->bias()->data() : nullptr;
 }
 
-// Dense: y = act(x W + b). A mostly-zero input (MIOpen's diagonal KTN encoding) takes the
-// row-skipping path, which gives the same bits because zero rows only add zeros.
-void run_dense(const schema::Layer* layer, GraphArena* a) {
-  const uint32_t in = layer->inputs()->Get(0);
-  const uint32_t out = layer->outputs()->Get(0);
-  const float* x = a->value[in];
-  const size_t rows = a->rows[in];
-  const size_t depth = layer->kernel()->rows();
-  const size_t units = layer->units();
-  size_t zeros = 0;
-  if (rows * depth <= 4096) {
-    for (size_t r = 0; r < rows; ++r) {
-      for (size_t k = 0; k < depth; ++k) zeros += x[r * a->stride[in] + k] == 0.0f;
-    }
-  }
-  if (zeros * 4 >= rows * depth * 3) {
-    kernels::matmul_sparse_rows(x, a->stride[in], rows, depth, layer->kernel()->data()->data(),
-                                units, bias_of(layer), a->value[out], a->stride[out]);
-  } else {
-    kernels::matmul(x, a->stride[in], rows, depth, layer->kernel()->data()->data(), units,
-                    bias_of(layer), a->value[out], a->stride[out], false);
-  }
-  kernels::activate_rows(to_act(layer->activation()), a->value[out], rows, units, a->stride[out]);
+const char* name_of(const schema::Layer* layer) {
+  return layer->name() ? layer->name()->c_str() : "";
 }
 
-// Reads a float token index; false if it is not an integer in [0, limit).
-bool token_index(float x, uint32_t limit, uint32_t* index) {
-  if (!(x >= 0.0f) || !(x < static_cast<float>(limit))) return false;
-  const uint32_t i = static_cast<uint32_t>(x);
-  if (static_cast<float>(i) != x) return false;
-  *index = i;
-  return true;
-}
-
-Status run_embedding(const schema::Layer* layer, GraphArena* a) {
-  const uint32_t in = layer->inputs()->Get(0);
-  const uint32_t out = layer->outputs()->Get(0);
-  const schema::Matrix* table = layer->kernel();
-  const size_t dim = table->cols();
-  for (size_t r = 0; r < a->rows[in]; ++r) {
-    uint32_t index;
-    if (!token_index(a->value[in][r * a->stride[in]], table->rows(), &index)) {
-      return Status::error(StatusCode::kInvalidArgument,
-                           "embedding '%s': token index %g is not in [0, %u)",
-                           layer->name() ? layer->name()->c_str() : "",
-                           static_cast<double>(a->value[in][r * a->stride[in]]), table->rows());
-    }
-    std::memcpy(a->value[out] + r * a->stride[out], table->data()->data() + index * dim,
-                dim * sizeof(float));
-  }
-  return Status::ok();
-}
-
-// Input projection of every row into z (stride `z_stride`): x W + b, or a token-table gather.
-Status lstm_input_projection(const schema::Layer* layer, GraphArena* a, float* z,
-                             size_t z_stride) {
-  const uint32_t in = layer->inputs()->Get(0);
-  const size_t rows = a->rows[in];
-  const size_t gates = 4 * size_t{layer->units()};
-  const float* bias = bias_of(layer);
-  if (layer->token_input()) {
-    const schema::Matrix* table = layer->kernel();
-    for (size_t r = 0; r < rows; ++r) {
-      uint32_t index;
-      if (!token_index(a->value[in][r * a->stride[in]], table->rows(), &index)) {
-        return Status::error(StatusCode::kInvalidArgument,
-                             "lstm '%s': token index out of range",
-                             layer->name() ? layer->name()->c_str() : "");
-      }
-      const float* row = table->data()->data() + index * gates;
-      float* zr = z + r * z_stride;
-      for (size_t j = 0; j < gates; ++j) zr[j] = row[j] + (bias ? bias[j] : 0.0f);
-    }
-    return Status::ok();
-  }
-  kernels::matmul(a->value[in], a->stride[in], rows, layer->kernel()->rows(),
-                  layer->kernel()->data()->data(), gates, bias, z, z_stride, false);
-  return Status::ok();
-}
+const float* weights(const schema::Matrix* m) { return m->data()->data(); }
 
 Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
   const auto& ins = *layer->inputs();
-  const uint32_t seq_out = layer->outputs()->Get(0);
-  const uint32_t h_out = layer->outputs()->Get(1);
-  const uint32_t c_out = layer->outputs()->Get(2);
+  const uint32_t x = ins[0];
+  const uint32_t seq = layer->outputs()->Get(0);
+  const uint32_t h = layer->outputs()->Get(1);
+  const uint32_t c = layer->outputs()->Get(2);
   const size_t units = layer->units();
   const size_t z_stride = padded_cols(4 * units);
-  const float* recurrent = layer->recurrent()->data()->data();
+  const bool initial = ins.size() == 3;
+  TUNECAST_RETURN_IF_ERROR(layers::lstm_input(name_of(layer), layer->token_input(), a->value[x],
+                                              a->stride[x], a->rows[x], weights(layer->kernel()),
+                                              layer->kernel()->rows(), units, bias_of(layer),
+                                              a->temp, z_stride));
   const Act gate_act = to_act(layer->recurrent_activation());
   const Act cell_act = to_act(layer->cell_activation());
-  const bool has_initial = ins.size() == 3;
-  float* z = a->temp;
-  TUNECAST_RETURN_IF_ERROR(lstm_input_projection(layer, a, z, z_stride));
-
   if (batched) {
-    // One step for every beam row.
-    const size_t rows = a->rows[ins[0]];
-    if (has_initial) {
-      kernels::matmul(a->value[ins[1]], a->stride[ins[1]], rows, units, recurrent, 4 * units,
-                      nullptr, z, z_stride, true);
-    }
-    for (size_t r = 0; r < rows; ++r) {
-      float* h = a->value[h_out] + r * a->stride[h_out];
-      float* c = a->value[c_out] + r * a->stride[c_out];
-      if (has_initial) {
-        std::memcpy(c, a->value[ins[2]] + r * a->stride[ins[2]], units * sizeof(float));
-      } else {
-        std::memset(c, 0, units * sizeof(float));
-      }
-      kernels::lstm_cell(z + r * z_stride, units, h, c, gate_act, cell_act);
-      std::memcpy(a->value[seq_out] + r * a->stride[seq_out], h, units * sizeof(float));
-    }
-    return Status::ok();
-  }
-
-  // Sequence: rows are time steps, batch 1; h and c live in the output values.
-  const size_t steps = a->rows[ins[0]];
-  float* h = a->value[h_out];
-  float* c = a->value[c_out];
-  if (has_initial) {
-    std::memcpy(h, a->value[ins[1]], units * sizeof(float));
-    std::memcpy(c, a->value[ins[2]], units * sizeof(float));
+    layers::lstm_step(a->rows[x], units, weights(layer->recurrent()),
+                      initial ? a->value[ins[1]] : nullptr, initial ? a->stride[ins[1]] : 0,
+                      initial ? a->value[ins[2]] : nullptr, initial ? a->stride[ins[2]] : 0,
+                      gate_act, cell_act, a->temp, z_stride, a->value[h], a->stride[h],
+                      a->value[c], a->stride[c], a->value[seq], a->stride[seq]);
   } else {
-    std::memset(h, 0, units * sizeof(float));
-    std::memset(c, 0, units * sizeof(float));
+    layers::lstm_sequence(a->rows[x], units, weights(layer->recurrent()),
+                          initial ? a->value[ins[1]] : nullptr, initial ? a->value[ins[2]] : nullptr,
+                          gate_act, cell_act, layer->reverse(), layer->return_sequences(), a->temp,
+                          z_stride, a->value[h], a->value[c], a->value[seq], a->stride[seq]);
   }
-  for (size_t s = 0; s < steps; ++s) {
-    const size_t t = layer->reverse() ? steps - 1 - s : s;
-    float* zt = z + t * z_stride;
-    // With no initial state h is zero at the first step: skipping h U changes no bit.
-    if (s > 0 || has_initial) {
-      kernels::matmul(h, units, 1, units, recurrent, 4 * units, nullptr, zt, z_stride, true);
-    }
-    kernels::lstm_cell(zt, units, h, c, gate_act, cell_act);
-    if (layer->return_sequences()) {
-      std::memcpy(a->value[seq_out] + t * a->stride[seq_out], h, units * sizeof(float));
-    }
-  }
-  if (!layer->return_sequences()) std::memcpy(a->value[seq_out], h, units * sizeof(float));
   return Status::ok();
 }
 
@@ -200,16 +95,20 @@ void read_value(const GraphArena& arena, uint32_t id, size_t cols, float* dst) {
 }
 
 Status execute_graph(const GraphInfo& info, GraphArena* a) {
-  const schema::Graph* g = info.graph;
-  for (const schema::Layer* layer : *g->layers()) {
+  for (const schema::Layer* layer : *info.graph->layers()) {
     const auto& ins = *layer->inputs();
+    const uint32_t in = ins[0];
     const uint32_t out = layer->outputs()->Get(0);
     switch (layer->type()) {
       case LayerType::Dense:
-        run_dense(layer, a);
+        layers::dense(a->value[in], a->stride[in], a->rows[in], layer->kernel()->rows(),
+                      weights(layer->kernel()), layer->units(), bias_of(layer),
+                      to_act(layer->activation()), a->value[out], a->stride[out]);
         break;
       case LayerType::Embedding:
-        TUNECAST_RETURN_IF_ERROR(run_embedding(layer, a));
+        TUNECAST_RETURN_IF_ERROR(layers::embedding(
+            name_of(layer), a->value[in], a->stride[in], a->rows[in], weights(layer->kernel()),
+            layer->kernel()->rows(), layer->kernel()->cols(), a->value[out], a->stride[out]));
         break;
       case LayerType::Lstm:
         TUNECAST_RETURN_IF_ERROR(run_lstm(layer, info.batched, a));
@@ -218,88 +117,43 @@ Status execute_graph(const GraphInfo& info, GraphArena* a) {
       case LayerType::Tanh:
       case LayerType::Sigmoid:
       case LayerType::Softmax: {
-        const size_t cols = info.value_cols[out];
-        std::memcpy(a->value[out], a->value[ins[0]], a->rows[out] * a->stride[out] * sizeof(float));
-        Act act = layer->type() == LayerType::Relu      ? Act::kRelu
-                  : layer->type() == LayerType::Tanh    ? Act::kTanh
-                  : layer->type() == LayerType::Sigmoid ? Act::kSigmoid
-                                                        : Act::kSoftmax;
-        kernels::activate_rows(act, a->value[out], a->rows[out], cols, a->stride[out]);
+        const Act act = layer->type() == LayerType::Relu      ? Act::kRelu
+                        : layer->type() == LayerType::Tanh    ? Act::kTanh
+                        : layer->type() == LayerType::Sigmoid ? Act::kSigmoid
+                                                              : Act::kSoftmax;
+        layers::activation(act, a->value[in], a->rows[out], info.value_cols[out], a->stride[out],
+                           a->value[out]);
         break;
       }
       case LayerType::Add: {
-        const size_t n = a->rows[out] * a->stride[out];
-        float* y = a->value[out];
-        std::memcpy(y, a->value[ins[0]], n * sizeof(float));
-        for (uint32_t i = 1; i < ins.size(); ++i) {
-          const float* x = a->value[ins[i]];
-          for (size_t j = 0; j < n; ++j) y[j] += x[j];
-        }
+        const float* xs[kMaxGraphIo];
+        for (uint32_t i = 0; i < ins.size(); ++i) xs[i] = a->value[ins[i]];
+        layers::add(xs, ins.size(), a->rows[out] * a->stride[out], a->value[out]);
         break;
       }
       case LayerType::Concat: {
-        size_t col = 0;
-        for (uint32_t id : ins) {
-          const size_t cols = info.value_cols[id];
-          for (size_t r = 0; r < a->rows[out]; ++r) {
-            std::memcpy(a->value[out] + r * a->stride[out] + col, a->value[id] + r * a->stride[id],
-                        cols * sizeof(float));
-          }
-          col += cols;
+        const float* xs[kMaxGraphIo];
+        size_t cols[kMaxGraphIo];
+        size_t strides[kMaxGraphIo];
+        for (uint32_t i = 0; i < ins.size(); ++i) {
+          xs[i] = a->value[ins[i]];
+          cols[i] = info.value_cols[ins[i]];
+          strides[i] = a->stride[ins[i]];
         }
-        for (size_t r = 0; r < a->rows[out]; ++r) {
-          std::memset(a->value[out] + r * a->stride[out] + col, 0,
-                      (a->stride[out] - col) * sizeof(float));
-        }
+        layers::concat(xs, cols, strides, ins.size(), a->rows[out], a->value[out], a->stride[out]);
         break;
       }
-      case LayerType::Conv1D: {
-        const uint32_t in = ins[0];
-        const size_t k = layer->kernel_size();
-        const size_t channels = info.value_cols[in];
-        const size_t in_rows = a->rows[in];
-        const size_t out_rows = a->rows[out];
-        const size_t pad_before = layer->padding_same() ? (k - 1) / 2 : 0;
-        float* cols = a->temp;  // im2col: out_rows x (k * channels)
-        for (size_t t = 0; t < out_rows; ++t) {
-          for (size_t tap = 0; tap < k; ++tap) {
-            const long src = static_cast<long>(t + tap) - static_cast<long>(pad_before);
-            float* dst = cols + (t * k + tap) * channels;
-            if (src < 0 || src >= static_cast<long>(in_rows)) {
-              std::memset(dst, 0, channels * sizeof(float));
-            } else {
-              std::memcpy(dst, a->value[in] + src * a->stride[in], channels * sizeof(float));
-            }
-          }
-        }
-        kernels::matmul(cols, k * channels, out_rows, k * channels, layer->kernel()->data()->data(),
-                        layer->units(), bias_of(layer), a->value[out], a->stride[out], false);
-        kernels::activate_rows(to_act(layer->activation()), a->value[out], out_rows,
-                               layer->units(), a->stride[out]);
+      case LayerType::Conv1D:
+        layers::conv1d(a->value[in], a->stride[in], a->rows[in], info.value_cols[in],
+                       layer->kernel_size(), layer->padding_same(), weights(layer->kernel()),
+                       layer->units(), bias_of(layer), to_act(layer->activation()), a->temp,
+                       a->value[out], a->rows[out], a->stride[out]);
         break;
-      }
       case LayerType::Attention: {
-        const uint32_t q = ins[0];
-        const uint32_t m = ins[1];
-        const size_t steps = a->rows[m];
-        const size_t width = info.value_cols[q];
-        for (size_t r = 0; r < a->rows[q]; ++r) {
-          const float* query = a->value[q] + r * a->stride[q];
-          float* scores = a->temp + r * padded_cols(steps);
-          for (size_t t = 0; t < steps; ++t) {
-            const float* key = a->value[m] + t * a->stride[m];
-            float dot = 0.0f;
-            for (size_t j = 0; j < width; ++j) dot += query[j] * key[j];
-            scores[t] = dot;
-          }
-          kernels::softmax(scores, steps);
-          float* context = a->value[out] + r * a->stride[out];
-          std::memset(context, 0, a->stride[out] * sizeof(float));
-          for (size_t t = 0; t < steps; ++t) {
-            const float* key = a->value[m] + t * a->stride[m];
-            for (size_t j = 0; j < width; ++j) context[j] += scores[t] * key[j];
-          }
-        }
+        const uint32_t memory = ins[1];
+        layers::attention(a->value[in], a->stride[in], a->rows[in], info.value_cols[in],
+                          a->value[memory], a->stride[memory], a->rows[memory], a->temp,
+                          padded_cols(a->rows[memory]), a->value[out], a->stride[out]);
         break;
       }
       default:

@@ -27,9 +27,13 @@ def write(outdir, model, enc, vocab, name, metadata):
     return j, jpath
 
 
+def _rel(a, b):
+    return float((np.abs(a - b) / np.maximum(1.0, np.abs(b))).max())
+
+
 @torch.no_grad()
 def check(model, j, X, tokens, steps=None):
-    """Max |difference| between PyTorch and the numpy interpreter of the exported JSON, over the
+    """Max relative difference |a - b| / max(1, |b|) between PyTorch and the numpy interpreter of the exported JSON, over the
     encoder outputs and `steps` decoder steps fed with `tokens` [N, steps] (teacher forcing),
     one problem at a time (the runtime's batch 1 encoder, one row per beam decoder)."""
     model.eval()
@@ -42,7 +46,7 @@ def check(model, j, X, tokens, steps=None):
         enc_out = ir.run_graph(enc_g, [x[0].cpu().numpy()])
         torch_enc = [s.cpu().numpy() for s in states] + ([] if mem is None else [mem[0].cpu().numpy()])
         for a, b in zip(enc_out, torch_enc):
-            worst = max(worst, float(np.abs(a - b).max()))
+            worst = max(worst, _rel(a, b))
         dec_in = [None] * len(dec_g["inputs"])
         for link in s2s["states"]:
             dec_in[link["decoder_input"]] = enc_out[link["encoder_output"]]
@@ -53,7 +57,7 @@ def check(model, j, X, tokens, steps=None):
             dec_in[s2s["token_input"]] = np.array([[float(prev)]])
             out = ir.run_graph(dec_g, dec_in)
             logits, states = model.step(torch.tensor([prev], device=x.device), states, mem)
-            worst = max(worst, float(np.abs(out[s2s["logits_output"]] - logits.cpu().numpy()).max()))
+            worst = max(worst, _rel(out[s2s["logits_output"]], logits.cpu().numpy()))
             for link in s2s["states"]:
                 dec_in[link["decoder_input"]] = out[link["decoder_output"]]
             prev = int(tokens[i, t])

@@ -45,12 +45,18 @@ typedef Vec16 PanelVec;
 typedef Vec16Alias PanelVecAlias;
 constexpr int kBatchRows = 8;    // rows per block for batches
 constexpr int kBatchPanels = 2;  // panels per block for batches
-constexpr int kRowPanels = 4;    // panels per block for a few rows (weights stream from L2)
+constexpr int kFewRows = 2;      // rows per block below kBatchRows
+constexpr int kRowPanels = 4;    // panels per block below kBatchRows (weights stream from L2)
 #else
 typedef Vec8 PanelVec;
 typedef Vec8Alias PanelVecAlias;
 constexpr int kBatchRows = 4;
 constexpr int kBatchPanels = 1;
+#if defined(__AVX__)
+constexpr int kFewRows = 2;
+#else
+constexpr int kFewRows = 1;  // SSE: 8-float vectors are pairs of registers; two rows spill
+#endif
 constexpr int kRowPanels = 4;
 #endif
 constexpr int kVecsPerPanel = kPanelWidth / static_cast<int>(sizeof(PanelVec) / sizeof(float));
@@ -145,7 +151,7 @@ inline void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, c
                                           y_stride, accumulate);
   } else {
     // Few rows (greedy, the first beam-search steps): pairs of rows over wide panel blocks.
-    matmul_rows<2, kRowPanels>(x, x_stride, 0, rows, depth, w, 0, panels, bias, y, y_stride,
+    matmul_rows<kFewRows, kRowPanels>(x, x_stride, 0, rows, depth, w, 0, panels, bias, y, y_stride,
                                accumulate);
   }
 }

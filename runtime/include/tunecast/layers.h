@@ -1,8 +1,7 @@
 // One function per layer type over caller-owned padded matrices (rows `stride` floats apart, the
-// stride a multiple of kernels::kPanelWidth), with exactly the arithmetic of the blob runtime's
-// graph executor (runtime/src/graph_executor.cpp). Generated predictors call these with
-// compile-time constant sizes; the test that compares generated code with the blob runtime keeps
-// the two bit-identical.
+// stride a multiple of kernels::kPanelWidth): the only home of layer arithmetic. The blob
+// runtime's graph executor calls them with sizes read from the artifact, generated predictors
+// with compile-time constants, so the two give identical bits.
 #pragma once
 
 #include <cstddef>

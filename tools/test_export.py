@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Self-check of the export, no data needed (CI): for every model kind, a randomly initialised
+model is exported to tunecast-ir JSON and the numpy reference interpreter of docs/interchange.md
+(tunecast_train/ir.py: sequence/step LSTM incl. reverse, attention, Conv1D, Dense, Embedding,
+Concat) must match PyTorch within 1e-5 (relative to max(1, |value|)) on the encoder outputs and
+several decoder steps. Also checks the .tce expression evaluator's C semantics.
+
+  /usr/bin/python3 tools/test_export.py [--seed 0]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tunecast_train import data, export, features, models  # noqa: E402
+
+
+def synthetic_fields(n, rng):
+    f = np.zeros((n, len(data.FIELDS)), np.int64)
+    col = {name: i for i, name in enumerate(data.FIELDS)}
+    for name, choices in [("dir", [0, 1]), ("dtype", [0, 1]), ("n", [1, 2, 8, 16, 64, 256]),
+                          ("c", [3, 16, 64, 96, 256, 1024]), ("k", [16, 32, 64, 128, 2048]),
+                          ("h", [7, 14, 28, 56, 112]), ("stride_h", [1, 2]), ("arch", [0, 1])]:
+        f[:, col[name]] = rng.choice(choices, n)
+    f[:, col["w"]] = f[:, col["h"]]
+    f[:, col["stride_w"]] = f[:, col["stride_h"]]
+    for name in ("d", "y", "x", "z", "dil_h", "dil_w", "g", "spatial_dim"):
+        f[:, col[name]] = 1 if name != "spatial_dim" else 2
+    return f
+
+
+def check_expressions():
+    env = {name: np.array([v]) for name, v in zip(data.FIELDS, range(1, len(data.FIELDS) + 1))}
+    env["c"], env["k"], env["dir"] = np.array([-7]), np.array([2]), np.array([1])
+    cases = {"c / k": -3, "c % k": -1, "1 + 2 * 3": 7, "(1 + 2) * 3": 9, "dir == B ? 10 : 20": 10,
+             "!0 + !5": 1, "1 < 2 && 2 < 1 || 1": 1, "-c": 7, "4 % 2 == 0 + 1": 0, "(4 % 2 == 0) + 1": 2,
+             "gfx906 + FP16 + W": 4}
+    for text, want in cases.items():
+        got = int(features.Expr(text).eval(env, 1)[0])
+        assert got == want, f"{text}: got {got}, want {want}"
+    print(f"[test_export] {len(cases)} expression cases ok")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(args.seed)
+    check_expressions()
+    fields = synthetic_fields(64, rng)
+    params = [[int(rng.integers(1, 4)), int(rng.choice([4, 8, 16])), int(rng.integers(1, 8))] for _ in fields]
+    vocab = data.Vocabulary(["a", "b", "c"], list(zip(*params)))
+    failures = 0
+    for kind, cls in models.MODELS.items():
+        enc = features.Encoding.select(fields, cls.layout)
+        X = enc.matrix(fields)
+        f = enc.values(X)
+        model = models.build(kind, enc.shape, vocab.size, f.mean(0), f.std(0) + 1e-3, emb=8, units=12,
+                             hidden=16, filters=10, dropout=0.0)
+        with torch.no_grad():  # non-trivial biases and scales so folding mistakes show
+            for p in model.parameters():
+                p.add_(0.3 * torch.randn_like(p))
+        j = export.model_json(model, enc, vocab, f"test_{kind}", {"test": "1"})
+        tokens = torch.tensor([[t for t in vocab.encode(p)] for p in params[:5]])
+        diff = export.check(model, j, torch.tensor(X[:5]), tokens)
+        ok = diff < 1e-5
+        failures += not ok
+        print(f"[test_export] {kind:10s} encoder input {enc.shape[0]}x{enc.shape[1]}: max rel diff {diff:.2e} "
+              f"{'ok' if ok else 'FAILED'}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
