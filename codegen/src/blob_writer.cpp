@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "tunecast/kernels.h"
 #include "tunecast/model.h"
@@ -125,7 +126,7 @@ std::vector<float> pack_panels(const ir::Matrix& m) {
   return packed;
 }
 
-Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob) {
+void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob) {
   FlatBufferBuilder b(1 << 20);
   std::vector<Offset<fb::Graph>> graphs;
   for (const ir::Graph& g : model.graphs) graphs.push_back(write_graph(b, g));
@@ -183,18 +184,23 @@ Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob) {
   if (!encoding.IsNull()) mb.add_encoding(encoding);
   mb.add_metadata(metadata_vec);
   fb::FinishModelBuffer(b, mb.Finish());
+  blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
 
+Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob) {
+  std::vector<uint8_t> bytes;
+  serialize_blob_unverified(model, &bytes);
   // Load what we wrote with the runtime itself, from 32-byte aligned memory as the runtime expects.
-  const size_t size = b.GetSize();
+  const size_t size = bytes.size();
   std::unique_ptr<void, decltype(&std::free)> aligned(
       std::aligned_alloc(64, (size + 63) / 64 * 64), &std::free);
-  std::memcpy(aligned.get(), b.GetBufferPointer(), size);
+  std::memcpy(aligned.get(), bytes.data(), size);
   Model loaded;
   Status status = Model::load(aligned.get(), size, &loaded);
   if (!status) {
     return Status::error(status.code(), "the compiled model does not verify: %s", status.message());
   }
-  blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + size);
+  *blob = std::move(bytes);
   return Status::ok();
 }
 

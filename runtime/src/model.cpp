@@ -537,14 +537,20 @@ Status Model::load(const void* data, size_t size, Model* out) {
     model.parameter_count_ = static_cast<int>(vocab->parameters()->size());
     for (int p = 0; p < model.parameter_count_; ++p) {
       const schema::Parameter* param = vocab->parameters()->Get(p);
-      if (param->tokens()) {
-        for (uint16_t t : *param->tokens()) {
-          if (t >= model.token_count_) {
-            return Status::error(StatusCode::kCorruptModel,
-                                 "vocabulary: position %d allows token %u, beyond the %d tokens",
-                                 p, t, model.token_count_);
-          }
+      if (param->tokens() == nullptr || param->tokens()->size() == 0) {
+        // Every non-end token.
+        for (int t = 0; t < model.token_count_; ++t) {
+          if (!model.is_end_token(t)) model.allowed_mask_[p][t >> 6] |= uint64_t{1} << (t & 63);
         }
+        continue;
+      }
+      for (uint16_t t : *param->tokens()) {
+        if (t >= model.token_count_) {
+          return Status::error(StatusCode::kCorruptModel,
+                               "vocabulary: position %d allows token %u, beyond the %d tokens",
+                               p, t, model.token_count_);
+        }
+        model.allowed_mask_[p][t >> 6] |= uint64_t{1} << (t & 63);
       }
     }
     if (static_cast<int>(vocab->end_policy()) > static_cast<int>(schema::EndPolicy::MAX)) {
@@ -647,15 +653,6 @@ Status Model::load(const void* data, size_t size, Model* out) {
   }
   *out = model;
   return Status::ok();
-}
-
-bool Model::token_allowed(int position, int token) const {
-  const auto* tokens = root_->vocabulary()->parameters()->Get(position)->tokens();
-  if (tokens == nullptr || tokens->size() == 0) return !is_end_token(token);
-  for (uint16_t t : *tokens) {
-    if (t == token) return true;
-  }
-  return false;
 }
 
 const char* Model::parameter_name(int position) const {

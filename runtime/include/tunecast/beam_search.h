@@ -87,7 +87,10 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
   for (int position = 0; position < positions; ++position) {
     TUNECAST_RETURN_IF_ERROR(net.run_decoder());
 
-    int chosen = 0;  // entries in `top`, kept sorted best-first
+    // `top` is a binary heap of the best `chosen` expansions with the worst at top[0], so a
+    // candidate is compared with the current k-th best in O(1) and inserted in O(log k).
+    auto worse = [](const Expansion& a, const Expansion& b) { return better(a, b); };
+    int chosen = 0;
     for (int b = 0; b < live; ++b) {
       float* scores = net.scores(b);
       if (net.logits_are_probabilities()) {
@@ -95,6 +98,10 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
       } else {
         kernels::log_softmax(scores, static_cast<size_t>(tokens));
       }
+      Hypothesis& h = hyps[b];
+      // Once k expansions are held, a token scoring below the k-th best cannot enter: leave it
+      // out before sorting (ties stay in; `better` settles them).
+      const float kth_best = chosen == beam ? top[0].score : -INFINITY;
       int count = 0;
       for (int t = 0; t < tokens; ++t) {
         if (std::isnan(scores[t])) {
@@ -103,19 +110,19 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
                                "weights or inputs)",
                                position);
         }
-        if (net.token_allowed(position, t) || (end_competes && net.is_end_token(t))) {
+        if (h.score + scores[t] >= kth_best &&
+            (net.token_allowed(position, t) || (end_competes && net.is_end_token(t)))) {
           order[count++] = t;
         }
       }
       std::sort(order, order + count, [scores](int32_t x, int32_t y) {
         return scores[x] != scores[y] ? scores[x] > scores[y] : x > y;
       });
-      Hypothesis& h = hyps[b];
       for (int i = 0; i < count; ++i) {
         const int t = order[i];
         const Expansion e{h.score + scores[t], b, t, net.is_end_token(t)};
         // Tokens come best-first: once one cannot enter the top k, none after it can.
-        if (chosen == beam && !better(e, top[chosen - 1])) break;
+        if (chosen == beam && !better(e, top[0])) break;
         if (!e.dead) {
           h.values[position] = net.token_value(t);
           if (use_constraints && !net.constraints_pass(*problem, position, h.values)) {
@@ -128,14 +135,17 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
             continue;
           }
         }
-        int slot = chosen < beam ? chosen++ : beam - 1;
-        while (slot > 0 && better(e, top[slot - 1])) {
-          top[slot] = top[slot - 1];
-          --slot;
+        if (chosen < beam) {
+          top[chosen++] = e;
+          std::push_heap(top, top + chosen, worse);
+        } else {
+          std::pop_heap(top, top + chosen, worse);
+          top[chosen - 1] = e;
+          std::push_heap(top, top + chosen, worse);
         }
-        top[slot] = e;
       }
     }
+    std::sort(top, top + chosen, better);  // best first
 
     // Survivors become the next beams; their decoder states move into the decoder's inputs.
     int next_live = 0;

@@ -24,6 +24,9 @@ constexpr size_t packed_size(size_t rows, size_t cols) {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TUNECAST_INLINE inline __attribute__((always_inline))
+// Whole-array loops: one shared copy each rather than one per caller (the runtime's code size
+// goal); a call costs nothing next to the loop.
+#define TUNECAST_OUT_OF_LINE __attribute__((noinline))
 #define TUNECAST_RESTRICT __restrict__
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
 typedef float Vec16 __attribute__((vector_size(64), aligned(4)));
@@ -143,7 +146,7 @@ TUNECAST_INLINE void matmul_rows(const float* x, size_t x_stride, size_t r0, siz
 // Y[rows][padded cols] (+)= X[rows][depth] . W_packed[depth][cols] (+ bias).
 // `y` rows are `y_stride` floats apart and must have room for the padded width
 // (ceil(cols / kPanelWidth) * kPanelWidth); `bias` must be padded likewise (or null).
-inline void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const float* w,
+inline TUNECAST_OUT_OF_LINE void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const float* w,
                    size_t cols, const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
   if (rows >= static_cast<size_t>(kBatchRows)) {
@@ -158,7 +161,7 @@ inline void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, c
 
 // Rows of x that are all zero add nothing: the product skips them (MIOpen's KTN input is a
 // diagonal matrix, so its first Dense layer touches one weight row per time step).
-inline void matmul_sparse_rows(const float* x, size_t x_stride, size_t rows, size_t depth,
+inline TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_stride, size_t rows, size_t depth,
                                const float* w, size_t cols, const float* bias, float* y,
                                size_t y_stride) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
@@ -222,7 +225,7 @@ TUNECAST_INLINE float activate(Act act, float x) {
 }
 
 // Softmax over n values in place (max-subtracted).
-inline void softmax(float* x, size_t n) {
+inline TUNECAST_OUT_OF_LINE void softmax(float* x, size_t n) {
   float max_value = x[0];
   for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
   float sum = 0.0f;
@@ -235,7 +238,7 @@ inline void softmax(float* x, size_t n) {
 }
 
 // Applies `act` to rows x cols values (row stride `stride`).
-inline void activate_rows(Act act, float* x, size_t rows, size_t cols, size_t stride) {
+inline TUNECAST_OUT_OF_LINE void activate_rows(Act act, float* x, size_t rows, size_t cols, size_t stride) {
   if (act == Act::kLinear) return;
   for (size_t r = 0; r < rows; ++r) {
     float* row = x + r * stride;
@@ -263,7 +266,7 @@ inline void activate_rows(Act act, float* x, size_t rows, size_t cols, size_t st
 
 // One LSTM cell update for one row, from pre-activations z = x W + h U + b laid out
 // [i | f | g | o] (units each). Writes c and h in place.
-inline void lstm_cell(const float* TUNECAST_RESTRICT z, size_t units, float* TUNECAST_RESTRICT h,
+inline TUNECAST_OUT_OF_LINE void lstm_cell(const float* TUNECAST_RESTRICT z, size_t units, float* TUNECAST_RESTRICT h,
                       float* TUNECAST_RESTRICT c, Act gate_act, Act cell_act) {
   const float* zi = z;
   const float* zf = z + units;
@@ -286,7 +289,7 @@ inline void lstm_cell(const float* TUNECAST_RESTRICT z, size_t units, float* TUN
 }
 
 // log-softmax of n values in place; returns nothing, values become log-probabilities.
-inline void log_softmax(float* x, size_t n) {
+inline TUNECAST_OUT_OF_LINE void log_softmax(float* x, size_t n) {
   float max_value = x[0];
   for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
   float sum = 0.0f;

@@ -65,7 +65,9 @@ class Model {
   int64_t token_value(int token) const { return root_->vocabulary()->token_values()->Get(token); }
   bool is_end_token(int token) const { return (end_mask_[token >> 6] >> (token & 63)) & 1u; }
   // Whether `token` may be emitted at `position` (vocabulary restriction, not constraints).
-  bool token_allowed(int position, int token) const;
+  bool token_allowed(int position, int token) const {
+    return (allowed_mask_[position][token >> 6] >> (token & 63)) & 1u;
+  }
   const char* parameter_name(int position) const;
 
   // Constraints sorted by position: those checked at `position` are
@@ -90,6 +92,7 @@ class Model {
   int parameter_count_ = 0;
   int token_count_ = 0;
   uint64_t end_mask_[kMaxTokens / 64] = {};
+  uint64_t allowed_mask_[kMaxParameters][kMaxTokens / 64] = {};  // built at load from the vocabulary
   uint16_t constraint_order_[kMaxConstraints] = {};
   int constraint_begin_[kMaxParameters + 1] = {};
   uint32_t required_fields_ = 0;

@@ -14,6 +14,10 @@ namespace tunecast::codegen {
 // here is one the runtime accepts.
 Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob);
 
+// The serialization alone, without the runtime's verification: for tests and fuzz seeds that need
+// blobs the runtime must refuse (bad shapes, bad bytecode). Never for shipping models.
+void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob);
+
 // Packs a row-major [rows][cols] matrix into the runtime's panel layout.
 std::vector<float> pack_panels(const ir::Matrix& matrix);
 

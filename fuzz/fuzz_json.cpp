@@ -1,0 +1,41 @@
+// libFuzzer target: JSON the compiler did not write. The first byte picks the reader: frugally-deep
+// Keras model (sequence or step graph) or the trainer's tunecast-ir JSON. Whatever imports is then
+// checked (check_ir) and, when the check passes, serialized and verified like `tunecast compile`.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tunecast/codegen/blob_writer.h"
+#include "tunecast/codegen/ir_check.h"
+#include "tunecast/codegen/ir_json.h"
+#include "tunecast/codegen/keras_import.h"
+
+using namespace tunecast;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t mode = data[0] % 3;
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  ir::Model model;
+  if (mode == 2) {
+    if (!parse_ir_json(text, "fuzz.tcir.json", &model)) return 0;
+  } else {
+    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return 0;
+    ir::Graph graph;
+    if (!keras::import_graph(doc, "fuzz.json", mode == 1, &graph)) return 0;
+    model.name = "fuzz";
+    model.graphs.push_back(std::move(graph));
+  }
+  if (!check_ir(model)) return 0;
+  size_t weights = 0;
+  for (const ir::Graph& g : model.graphs) {
+    for (const ir::Layer& l : g.layers) weights += l.kernel.data.size() + l.recurrent.data.size();
+  }
+  if (weights > (size_t{1} << 20)) return 0;
+  std::vector<uint8_t> blob;
+  write_blob(model, &blob);
+  return 0;
+}

@@ -1,0 +1,54 @@
+// libFuzzer target: rules-language text -> compiler; whatever it emits must pass the runtime's
+// bytecode verifier (a compiler bug otherwise) and evaluate without undefined behaviour.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "constraint_vm.h"
+#include "tunecast/codegen/rules_compiler.h"
+
+namespace {
+
+using namespace tunecast;
+
+vm::ProgramView view_of(const ir::Program& p) {
+  return {p.code.data(), static_cast<uint32_t>(p.code.size()), p.constants.data(),
+          static_cast<uint32_t>(p.constants.size())};
+}
+
+void must_verify(const ir::Program& program, int readable_params, const std::string& what) {
+  const Status status = vm::verify(view_of(program), readable_params, what.c_str());
+  if (!status) {
+    std::fprintf(stderr, "compiler emitted bytecode the verifier rejects: %s\n", status.message());
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  rules::CompiledRules out;
+  rules::CompileOptions options;
+  options.defines["img_reading"] = 1;
+  if (!rules::compile(text, "fuzz.tcr", options, &out)) return 0;
+
+  Problem problem;
+  for (int f = 0; f < kProblemFieldCount; ++f) problem.set(static_cast<ProblemField>(f), f % 5);
+  int64_t params[kMaxParameters];
+  for (int i = 0; i < kMaxParameters; ++i) params[i] = (i * 7) % 9 - 2;
+  for (const ir::Constraint& c : out.constraints) {
+    must_verify(c.program, static_cast<int>(c.position) + 1, c.text);
+    int64_t result;
+    vm::evaluate(view_of(c.program), problem, params, &result);
+  }
+  if (out.encoding) {
+    for (const ir::FeatureEncoding& f : out.encoding->features) {
+      must_verify(f.program, 0, f.text);
+      int64_t result;
+      vm::evaluate(view_of(f.program), problem, nullptr, &result);
+    }
+  }
+  return 0;
+}
