@@ -36,6 +36,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (weights > (size_t{1} << 20)) return 0;
   std::vector<uint8_t> blob;
-  write_blob(model, &blob);
+  codegen::write_blob(model, &blob);
   return 0;
 }

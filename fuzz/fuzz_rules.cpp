@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "constraint_vm.h"
+#include "tunecast/model.h"
 #include "tunecast/codegen/rules_compiler.h"
 
 namespace {

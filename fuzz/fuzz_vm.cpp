@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "constraint_vm.h"
+#include "tunecast/model.h"
 
 using namespace tunecast;
 

@@ -75,7 +75,7 @@ ir::Model tiny_lstm() {
   dec.outputs = {logits, dh, dc};
   m.graphs = {enc, dec};
   m.seq2seq->states = {{1, 1, 1}, {2, 2, 2}};
-  m.vocabulary.parameters = {{"a", {1, 2}}, {"b", {}}, {"c", {2, 3}}};
+  m.vocabulary.parameters = {{"a", {1, 2}}, {"b", {}}, {"m", {2, 3}}};
   return m;
 }
 

@@ -14,7 +14,7 @@ namespace tiny_ir = tunecast::ir;
 
 // A seq2seq model whose decoder scores depend only on the previous token (an Embedding lookup
 // table), with one Dense "state" the decoder carries along. Tokens: 0 ends (and starts), 1..3 mean
-// 10, 20, 30; three positions a, b, c. The encoder reads one feature x.
+// 10, 20, 30; three positions a, b, m. The encoder reads one feature x.
 inline tiny_ir::Model tiny_seq2seq(tunecast::schema::EndPolicy policy = tunecast::schema::EndPolicy::FixedLength) {
   tiny_ir::Model m;
   m.name = "tiny";
@@ -72,7 +72,7 @@ inline tiny_ir::Model tiny_seq2seq(tunecast::schema::EndPolicy policy = tunecast
   m.seq2seq = s2s;
   m.vocabulary.token_values = {-1, 10, 20, 30};
   m.vocabulary.end_tokens = {0};
-  m.vocabulary.parameters = {{"a", {}}, {"b", {}}, {"c", {}}};
+  m.vocabulary.parameters = {{"a", {}}, {"b", {}}, {"m", {}}};
   m.vocabulary.end_policy = policy;
   m.metadata["source"] = "tiny";
   return m;
@@ -81,12 +81,12 @@ inline tiny_ir::Model tiny_seq2seq(tunecast::schema::EndPolicy policy = tunecast
 // Rules for tiny_seq2seq: an encoding from the problem, a range seen in training, and constraints
 // at every position (they leave several valid candidates).
 inline const char* tiny_rules_text() {
-  return "params a, b, c\n"
+  return "params a, b, m\n"
          "input 1 x 1\n"
          "encode 0 0 log2 n * c\n"
          "require a <= k\n"
          "require b != a || dir == F\n"
-         "require c in {10, 30} && a + b + c <= 80\n";
+         "require m in {10, 30} && a + b + m <= 80\n";
 }
 
 // tiny_seq2seq with tiny_rules_text compiled in and a training range for n ([1, 64]).

@@ -33,7 +33,7 @@ class BlobNetwork {
     for (int i = model_.constraint_begin(position); i < model_.constraint_begin(position + 1); ++i) {
       const schema::Constraint* c = constraints->Get(model_.constraint_order()[i]);
       int64_t result = 0;
-      if (!vm::evaluate(program_view(c->program()), problem, values, &result) || result == 0) {
+      if (!vm::evaluate(vm::view_of(c->program()), problem, values, &result) || result == 0) {
         return false;
       }
     }
@@ -67,19 +67,6 @@ class BlobNetwork {
     for (uint32_t v = 0; v < decoder_.value_count; ++v) {
       if (decoder_.value_rows[v] == 0) arena_->rows[v] = static_cast<size_t>(rows);
     }
-  }
-
-  static vm::ProgramView program_view(const schema::Program* program) {
-    vm::ProgramView view{};
-    if (program && program->code()) {
-      view.code = program->code()->data();
-      view.code_size = program->code()->size();
-    }
-    if (program && program->constants()) {
-      view.constants = program->constants()->data();
-      view.constant_count = program->constants()->size();
-    }
-    return view;
   }
 
  private:

@@ -47,6 +47,7 @@
 
 #include "tunecast/problem.h"
 #include "tunecast/status.h"
+#include "tunecast_model_generated.h"
 
 namespace tunecast::vm {
 
@@ -101,6 +102,20 @@ struct ProgramView {
   const int64_t* constants;
   uint32_t constant_count;
 };
+
+// The bytecode of a Program table in a blob (empty when absent).
+inline ProgramView view_of(const schema::Program* program) {
+  ProgramView view{};
+  if (program != nullptr && program->code() != nullptr) {
+    view.code = program->code()->data();
+    view.code_size = program->code()->size();
+  }
+  if (program != nullptr && program->constants() != nullptr) {
+    view.constants = program->constants()->data();
+    view.constant_count = program->constants()->size();
+  }
+  return view;
+}
 
 // Verifies untrusted bytecode once at load: every opcode known; every operand in range (constant
 // index < constant_count, problem field < kProblemFieldCount, parameter position <

@@ -447,19 +447,6 @@ Status check_seq2seq(const schema::Model* root, const GraphInfo* graphs, int gra
   return Status::ok();
 }
 
-vm::ProgramView program_view(const schema::Program* program) {
-  vm::ProgramView view{};
-  if (program && program->code()) {
-    view.code = program->code()->data();
-    view.code_size = program->code()->size();
-  }
-  if (program && program->constants()) {
-    view.constants = program->constants()->data();
-    view.constant_count = program->constants()->size();
-  }
-  return view;
-}
-
 }  // namespace
 
 Status Model::load(const void* data, size_t size, Model* out) {
@@ -586,7 +573,7 @@ Status Model::load(const void* data, size_t size, Model* out) {
       std::snprintf(what, sizeof what, "constraint %u '%.48s'", i,
                     c->text() ? c->text()->c_str() : "");
       TUNECAST_RETURN_IF_ERROR(
-          vm::verify(program_view(c->program()), static_cast<int>(c->position()) + 1, what));
+          vm::verify(vm::view_of(c->program()), static_cast<int>(c->position()) + 1, what));
       ++per_position[c->position()];
     }
     int start = 0;
@@ -627,7 +614,7 @@ Status Model::load(const void* data, size_t size, Model* out) {
         char what[96];
         std::snprintf(what, sizeof what, "encoding feature %u '%.48s'", i,
                       f->text() ? f->text()->c_str() : "");
-        TUNECAST_RETURN_IF_ERROR(vm::verify(program_view(f->program()), 0, what));
+        TUNECAST_RETURN_IF_ERROR(vm::verify(vm::view_of(f->program()), 0, what));
       }
     }
     if (enc->required_fields()) {

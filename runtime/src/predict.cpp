@@ -54,19 +54,6 @@ class ScratchCursor {
   bool overflow_ = false;
 };
 
-vm::ProgramView view_of(const schema::Program* program) {
-  vm::ProgramView view{};
-  if (program && program->code()) {
-    view.code = program->code()->data();
-    view.code_size = program->code()->size();
-  }
-  if (program && program->constants()) {
-    view.constants = program->constants()->data();
-    view.constant_count = program->constants()->size();
-  }
-  return view;
-}
-
 size_t beam_search_bytes(const Model& model, int beam) {
   const schema::Seq2Seq* s = model.root()->seq2seq();
   const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
@@ -212,7 +199,7 @@ Status encode_problem(const Model& model, const Problem& problem, float* feature
     for (uint32_t i = 0; i < enc->features()->size(); ++i) {
       const schema::FeatureEncoding* f = enc->features()->Get(i);
       int64_t value = 0;
-      if (!vm::evaluate(view_of(f->program()), problem, nullptr, &value)) {
+      if (!vm::evaluate(vm::view_of(f->program()), problem, nullptr, &value)) {
         return Status::error(StatusCode::kInvalidArgument,
                              "encoding feature %u ('%s') cannot be computed for this problem "
                              "(division by zero or overflow)",
@@ -344,7 +331,7 @@ bool check_candidate(const Model& model, const Problem& problem, const int64_t* 
     const schema::Constraint* c = constraints->Get(i);
     if (static_cast<int>(c->position()) >= length) continue;
     int64_t result = 0;
-    if (!vm::evaluate(view_of(c->program()), problem, values, &result) || result == 0) {
+    if (!vm::evaluate(vm::view_of(c->program()), problem, values, &result) || result == 0) {
       if (first_failed) *first_failed = static_cast<int>(i);
       return false;
     }

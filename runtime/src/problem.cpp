@@ -1,5 +1,7 @@
 #include "tunecast/problem.h"
 
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -169,7 +171,13 @@ Status parse_problem(std::string_view text, Problem* problem) {
       std::memcpy(buffer, value_text.data(), value_text.size());
       buffer[value_text.size()] = '\0';
       char* parse_end = nullptr;
+      errno = 0;
       const long long parsed = std::strtoll(buffer, &parse_end, 10);
+      if (errno == ERANGE) {  // strtoll would clamp to LLONG_MAX silently
+        return Status::error(StatusCode::kInvalidArgument,
+                             "problem field '%s' is out of range (at most %lld), got '%s'",
+                             problem_field_name(field), LLONG_MAX, buffer);
+      }
       if (*parse_end != '\0' || parsed < 0) {
         return Status::error(StatusCode::kInvalidArgument,
                              "problem field '%s' needs a non-negative integer, got '%s'",

@@ -145,7 +145,7 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
         }
       }
     }
-    std::sort(top, top + chosen, better);  // best first
+    std::sort_heap(top, top + chosen, worse);  // best first
 
     // Survivors become the next beams; their decoder states move into the decoder's inputs.
     int next_live = 0;

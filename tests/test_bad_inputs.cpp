@@ -1,0 +1,656 @@
+// Bad inputs, each expecting one specific, readable error (docs/errors.md lists them): broken
+// blobs, broken bytecode, bad prediction arguments, bad problems, and the CLI's missing files,
+// broken perf DBs and "nothing half-written" promise.
+#include <doctest.h>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "tiny_models.h"
+#include "tunecast/codegen/blob_writer.h"
+#include "tunecast/codegen/ir_check.h"
+#include "tunecast/codegen/ir_json.h"
+#include "tunecast/codegen/keras_import.h"
+#include "tunecast/codegen/perfdb.h"
+#include "tunecast/predict.h"
+
+namespace {
+
+using namespace tunecast;
+using tunecast_test::AlignedBlob;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+#define CHECK_ERROR(status_expr, code_value, text)                         \
+  do {                                                                     \
+    const ::tunecast::Status check_status_ = (status_expr);                \
+    CHECK(check_status_.code() == (code_value));                           \
+    CHECK_MESSAGE(contains(check_status_.message(), text), check_status_.message()); \
+  } while (0)
+
+std::vector<uint8_t> blob_of(const ir::Model& model) {
+  std::vector<uint8_t> bytes;
+  const Status status = codegen::write_blob(model, &bytes);
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
+  return bytes;
+}
+
+// The serializer without write_blob's verification: blobs the runtime must refuse.
+std::vector<uint8_t> raw_blob_of(const ir::Model& model) {
+  std::vector<uint8_t> bytes;
+  codegen::serialize_blob_unverified(model, &bytes);
+  return bytes;
+}
+
+Status load(const std::vector<uint8_t>& bytes, AlignedBlob* keep, Model* model) {
+  keep->assign(bytes);
+  return Model::load(keep->bytes.get(), keep->size, model);
+}
+
+Status load(const std::vector<uint8_t>& bytes) {
+  AlignedBlob keep;
+  Model model;
+  return load(bytes, &keep, &model);
+}
+
+ir::Model tiny_with_rules() {
+  ir::Model m;
+  const Status status = tunecast_test::tiny_seq2seq_with_rules(&m);
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
+  return m;
+}
+
+// Generated tables derive privately from flatbuffers::Table; a C-style cast reaches the base to
+// edit a scalar in place (the blob stays the same size, so only the edited field changes).
+template <typename Schema, typename T>
+void set_scalar(const Schema* table, flatbuffers::voffset_t field, T value) {
+  auto* base = (flatbuffers::Table*)(const_cast<Schema*>(table));  // NOLINT: private base
+  REQUIRE_MESSAGE(base->SetField<T>(field, value), "field absent from the blob");
+}
+
+template <typename T>
+void set_element(const flatbuffers::Vector<T>* vector, uint32_t index, T value) {
+  REQUIRE(vector != nullptr);
+  REQUIRE(index < vector->size());
+  const_cast<flatbuffers::Vector<T>*>(vector)->Mutate(index, value);
+}
+
+// A loaded copy of a valid blob whose bytes a test may edit before loading it again.
+struct EditableBlob {
+  AlignedBlob bytes;
+  const schema::Model* root = nullptr;
+
+  explicit EditableBlob(const ir::Model& model) {
+    bytes.assign(blob_of(model));
+    root = schema::GetModel(bytes.bytes.get());
+  }
+  Status load() const {
+    Model model;
+    return Model::load(bytes.bytes.get(), bytes.size, &model);
+  }
+};
+
+Problem problem_of(const char* text) {
+  Problem problem;
+  const Status status = parse_problem(text, &problem);
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
+  return problem;
+}
+
+constexpr const char* kTinyProblem = "dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1";
+
+}  // namespace
+
+// ---- blobs ------------------------------------------------------------------------------------
+
+TEST_CASE("bad blob: every truncation fails cleanly, the buffer minus one byte fails verification") {
+  const std::vector<uint8_t> full = blob_of(tiny_with_rules());
+  REQUIRE(load(full).is_ok());
+  for (size_t size = 0; size < full.size(); ++size) {
+    CAPTURE(size);
+    // Exact-size heap copies: under ASan a read one byte past the prefix is caught.
+    std::vector<uint8_t> prefix(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(size));
+    const Status status = load(prefix);
+    REQUIRE_FALSE(status.is_ok());
+    CHECK(status.code() == StatusCode::kCorruptModel);
+    if (size < 8) {
+      CHECK(contains(status.message(), "empty or truncated"));
+    } else {
+      CHECK_MESSAGE(contains(status.message(), "failed FlatBuffers verification"), status.message());
+    }
+  }
+  std::vector<uint8_t> minus_one(full.begin(), full.end() - 1);
+  CHECK_ERROR(load(minus_one), StatusCode::kCorruptModel, "failed FlatBuffers verification");
+}
+
+TEST_CASE("bad blob: wrong file identifier, misaligned or empty buffer") {
+  std::vector<uint8_t> bytes = blob_of(tunecast_test::tiny_seq2seq());
+  std::memcpy(bytes.data() + 4, "ONNX", 4);
+  CHECK_ERROR(load(bytes), StatusCode::kCorruptModel,
+              "not a tunecast model: file identifier 'ONNX', expected 'TCMD'");
+  std::memcpy(bytes.data() + 4, "\x01\x02\x03\x04", 4);
+  CHECK_ERROR(load(bytes), StatusCode::kCorruptModel, "file identifier '????'");
+
+  Model model;
+  CHECK_ERROR(Model::load(nullptr, 0, &model), StatusCode::kCorruptModel, "empty or truncated (0 bytes)");
+  AlignedBlob aligned;
+  aligned.assign(blob_of(tunecast_test::tiny_seq2seq()));
+  CHECK_ERROR(Model::load(aligned.bytes.get() + 4, aligned.size - 4, &model),
+              StatusCode::kInvalidArgument, "must be 8-byte aligned");
+  CHECK_FALSE(model.loaded());
+}
+
+TEST_CASE("bad blob: newer (or zero) format version") {
+  EditableBlob blob(tunecast_test::tiny_seq2seq());
+  set_scalar<schema::Model, uint32_t>(blob.root, schema::Model::VT_FORMAT_VERSION, kFormatVersion + 1);
+  CHECK_ERROR(blob.load(), StatusCode::kUnsupported, "model format version 2; this runtime reads versions 1 to 1");
+  set_scalar<schema::Model, uint32_t>(blob.root, schema::Model::VT_FORMAT_VERSION, 0);
+  CHECK_ERROR(blob.load(), StatusCode::kUnsupported, "model format version 0");
+}
+
+TEST_CASE("bad blob: shape mismatches") {
+  SUBCASE("Dense kernel rows edited in a valid blob") {
+    EditableBlob blob(tunecast_test::tiny_seq2seq());
+    const schema::Layer* carry = blob.root->graphs()->Get(1)->layers()->Get(1);
+    REQUIRE(std::string(carry->name()->c_str()) == "carry");
+    set_scalar<schema::Matrix, uint32_t>(carry->kernel(), schema::Matrix::VT_ROWS, 3);
+    CHECK_ERROR(blob.load(), StatusCode::kCorruptModel,
+                "layer 'carry': kernel weights are [3, 2], expected [2, 2]");
+  }
+  SUBCASE("Dense kernel rows vs input cols, serialized without verification") {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.graphs[1].layers[1].kernel = {3, 2, {1, 0, 0, 1, 0, 0}};
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+                "layer 'carry': kernel weights are [3, 2], expected [2, 2]");
+    // The compiler refuses the same model before serializing it.
+    CHECK_ERROR(check_ir(m), StatusCode::kInvalidArgument, "carry");
+  }
+  SUBCASE("weight count vs declared shape") {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.graphs[1].layers[0].kernel.data.resize(12);  // embedding table declared [4, 4]
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+                "layer 'transitions': embedding weights hold 12 floats, shape needs 16");
+  }
+  SUBCASE("decoder scores vs vocabulary size") {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.vocabulary.token_values.push_back(40);
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+                "seq2seq: the decoder gives 4 scores, the vocabulary has 5 tokens");
+  }
+  SUBCASE("a value read before it is computed") {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    std::swap(m.graphs[0].layers[0].inputs, m.graphs[0].layers[0].outputs);
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+                "layer 'state' reads value 1 before it is computed");
+  }
+}
+
+TEST_CASE("bad blob: vocabulary indices out of range") {
+  SUBCASE("end token") {
+    EditableBlob blob(tunecast_test::tiny_seq2seq());
+    set_element<uint16_t>(blob.root->vocabulary()->end_tokens(), 0, 7);
+    CHECK_ERROR(blob.load(), StatusCode::kCorruptModel, "vocabulary: end token 7 out of range (4 tokens)");
+  }
+  SUBCASE("token allowed at a position") {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.vocabulary.parameters[1].tokens = {1, 9};
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+                "vocabulary: position 1 allows token 9, beyond the 4 tokens");
+  }
+  SUBCASE("start token") {
+    EditableBlob blob(tunecast_test::tiny_seq2seq());
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.seq2seq->start_token = 4;
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel, "seq2seq: start token 4 out of range");
+  }
+  SUBCASE("state link") {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.seq2seq->states[0].encoder_output = 3;
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel, "seq2seq: state link out of range");
+  }
+  SUBCASE("constraint position beyond the parameters") {
+    ir::Model m = tiny_with_rules();
+    m.constraints[0].position = 3;
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel, "constraint 0 is placed at position 3 of 3");
+  }
+}
+
+TEST_CASE("bad blob: constraint bytecode that reads past its operands") {
+  auto with_constraint = [](std::vector<int32_t> code, std::vector<int64_t> constants, uint32_t position) {
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.constraints = {{position, {std::move(code), std::move(constants)}, "evil"}};
+    return load(raw_blob_of(m));
+  };
+  // PUSH_INT without its immediate.
+  CHECK_ERROR(with_constraint({2}, {}, 0), StatusCode::kCorruptModel,
+              "constraint 0 'evil': PUSH_INT at word 0 is truncated (needs 1 operand words)");
+  // IN_SET with one of its two operands.
+  CHECK_ERROR(with_constraint({2, 1, 26, 0}, {5}, 0), StatusCode::kCorruptModel,
+              "IN_SET at word 2 is truncated (needs 2 operand words)");
+  // Parameter 2 read by a constraint placed at position 0 (only parameter 0 is known there).
+  CHECK_ERROR(with_constraint({4, 2}, {}, 0), StatusCode::kCorruptModel,
+              "reads parameter 2 but only positions 0..0 are known here");
+  CHECK_ERROR(with_constraint({4, -1}, {}, 2), StatusCode::kCorruptModel, "reads parameter -1");
+  // Constant 5 of 1, and an IN_SET run past the constants.
+  CHECK_ERROR(with_constraint({1, 5}, {42}, 0), StatusCode::kCorruptModel,
+              "constant index 5 out of range (1 constants)");
+  CHECK_ERROR(with_constraint({2, 1, 26, 0, 2}, {5}, 0), StatusCode::kCorruptModel,
+              "IN_SET constants [0, 2) out of range (1 constants)");
+  // Problem field beyond the table, unknown opcode, jump out of the code, stack underflow.
+  CHECK_ERROR(with_constraint({3, kProblemFieldCount}, {}, 0), StatusCode::kCorruptModel,
+              "problem field 25 out of range");
+  CHECK_ERROR(with_constraint({99}, {}, 0), StatusCode::kCorruptModel, "unknown opcode 99 at word 0");
+  CHECK_ERROR(with_constraint({2, 1, 28, 5}, {}, 0), StatusCode::kCorruptModel, "leaves the code");
+  CHECK_ERROR(with_constraint({5}, {}, 0), StatusCode::kCorruptModel, "stack underflow at word 0");
+  CHECK_ERROR(with_constraint({}, {}, 0), StatusCode::kCorruptModel, "empty bytecode");
+  // A feature encoding reads no parameters at all.
+  ir::Model m = tiny_with_rules();
+  m.encoding->features[0].program = {{4, 0}, {}};
+  CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+              "encoding feature 0 'log2 n * c': reads parameter 0 but only positions 0..-1");
+}
+
+// ---- NaN and Inf weights ------------------------------------------------------------------------
+
+TEST_CASE("NaN/Inf weights: refused at compile time, naming layer and index") {
+  ir::Model m = tunecast_test::tiny_seq2seq();
+  m.graphs[1].layers[0].kernel.data[6] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_ERROR(check_ir(m), StatusCode::kInvalidArgument, "transitions");
+  CHECK_ERROR(check_ir(m), StatusCode::kInvalidArgument, "NaN at index 6");
+  m = tunecast_test::tiny_seq2seq();
+  m.graphs[0].layers[0].bias[1] = std::numeric_limits<float>::infinity();
+  CHECK_ERROR(check_ir(m), StatusCode::kInvalidArgument, "Inf at index 1");
+
+  // The Keras importer refuses them while reading the weights.
+  const std::vector<float> weights = {1, 2, std::nanf(""), 4, 5, 6};
+  const nlohmann::json doc = nlohmann::json::parse(R"({
+    "architecture": {"class_name": "Functional", "config": {"name": "tiny", "layers": [
+        {"class_name": "InputLayer", "name": "input_1", "inbound_nodes": [],
+         "config": {"batch_input_shape": [null, 2], "name": "input_1"}},
+        {"class_name": "Dense", "name": "dense", "inbound_nodes": [[["input_1", 0, 0, {}]]],
+         "config": {"name": "dense", "units": 3, "activation": "relu", "use_bias": false}}],
+      "input_layers": [["input_1", 0, 0]], "output_layers": [["dense", 0, 0]]}},
+    "trainable_params": {"dense": {"weights": []}}})");
+  nlohmann::json bad = doc;
+  bad["trainable_params"]["dense"]["weights"] = {encode_floats_base64(weights.data(), weights.size())};
+  ir::Graph graph;
+  const Status status = keras::import_graph(bad, "tiny.json", false, &graph);
+  CHECK(status.code() == StatusCode::kInvalidArgument);
+  CHECK_MESSAGE(contains(status.message(), "dense"), status.message());
+  CHECK_MESSAGE(contains(status.message(), "NaN at index 2"), status.message());
+}
+
+TEST_CASE("NaN weights that reach the runtime: loads (no per-weight work), predict says 'NaN scores'") {
+  ir::Model m = tiny_with_rules();
+  for (float& w : m.graphs[1].layers[0].kernel.data) w = std::numeric_limits<float>::quiet_NaN();
+  AlignedBlob keep;
+  Model model;
+  REQUIRE(load(raw_blob_of(m), &keep, &model).is_ok());
+  std::vector<unsigned char> scratch(model.scratch_bytes(2));
+  Candidate out[2];
+  PredictInfo info;
+  for (int beam : {1, 2}) {
+    PredictOptions options;
+    options.beam_width = beam;
+    CHECK_ERROR(predict(model, problem_of(kTinyProblem), options, scratch.data(), scratch.size(), out, 2, &info),
+                StatusCode::kCorruptModel, "the decoder produced NaN scores at position 0");
+  }
+}
+
+// ---- prediction arguments -----------------------------------------------------------------------
+
+TEST_CASE("bad prediction arguments: beam width, capacity, scratch size") {
+  tunecast_test::CompiledModel c;
+  tunecast_test::compile_model(tiny_with_rules(), &c);
+  const Problem problem = problem_of(kTinyProblem);
+  std::vector<unsigned char> scratch(c.model.scratch_bytes(kMaxBeamWidth));
+  Candidate out[4];
+  PredictInfo info;
+  PredictOptions options;
+  for (int beam : {0, -1, kMaxBeamWidth + 1}) {
+    options.beam_width = beam;
+    CHECK_ERROR(predict(c.model, problem, options, scratch.data(), scratch.size(), out, 4, &info),
+                StatusCode::kInvalidArgument,
+                "beam width " + std::to_string(beam) + " is outside 1..256");
+  }
+  options.beam_width = 1;
+  CHECK_ERROR(predict(c.model, problem, options, scratch.data(), scratch.size(), out, 0, &info),
+              StatusCode::kInvalidArgument, "output capacity must be at least 1");
+  const size_t need = c.model.scratch_bytes(2);
+  options.beam_width = 2;
+  CHECK_ERROR(predict(c.model, problem, options, scratch.data(), need - 1, out, 4, &info),
+              StatusCode::kBufferTooSmall,
+              "scratch holds " + std::to_string(need - 1) + " bytes, beam width 2 needs " + std::to_string(need));
+  const float feature = 1.0f;
+  CHECK_ERROR(predict_from_features(c.model, &feature, 1, nullptr, options, scratch.data(), need - 1, out, 4, &info),
+              StatusCode::kBufferTooSmall, "beam width 2 needs");
+  CHECK_ERROR(predict_from_features(c.model, &feature, 2, nullptr, options, scratch.data(), need, out, 4, &info),
+              StatusCode::kInvalidArgument, "the encoder reads 1 x 1 features, 2 were given");
+  // run_graph: batch, arity and scratch.
+  float x = 1.0f, y[2];
+  const float* inputs[] = {&x};
+  float* outputs[] = {y};
+  CHECK_ERROR(run_graph(c.model, 0, 2, inputs, 1, outputs, 1, scratch.data(), scratch.size()),
+              StatusCode::kInvalidArgument, "batch 2 is invalid for graph 'encoder'");
+  CHECK_ERROR(run_graph(c.model, 5, 1, inputs, 1, outputs, 1, scratch.data(), scratch.size()),
+              StatusCode::kInvalidArgument, "graph 5 does not exist");
+  CHECK_ERROR(run_graph(c.model, 0, 1, inputs, 2, outputs, 1, scratch.data(), scratch.size()),
+              StatusCode::kInvalidArgument, "graph takes 1 inputs and gives 1 outputs (2 and 1 passed)");
+  CHECK_ERROR(run_graph(c.model, 0, 1, inputs, 1, outputs, 1, scratch.data(), 16),
+              StatusCode::kBufferTooSmall, "scratch holds 16 bytes");
+  // Token indices fed to the decoder are data: a bad one is refused, not looked up.
+  float token = 7.0f, state[2] = {0, 0}, logits[4], state_out[2];
+  const float* dec_in[] = {&token, state};
+  float* dec_out[] = {logits, state_out};
+  CHECK_ERROR(run_graph(c.model, 1, 1, dec_in, 2, dec_out, 2, scratch.data(), scratch.size()),
+              StatusCode::kInvalidArgument, "embedding 'transitions': token index 7 is not in [0, 4)");
+}
+
+TEST_CASE("bad problems: unknown, repeated, malformed and missing fields") {
+  Problem p;
+  CHECK_ERROR(parse_problem("dir=F,colour=3", &p), StatusCode::kInvalidArgument, "unknown problem field 'colour'");
+  CHECK_ERROR(parse_problem("n=3,n=4", &p), StatusCode::kInvalidArgument, "problem field 'n' is given twice");
+  CHECK_ERROR(parse_problem("n=-3", &p), StatusCode::kInvalidArgument,
+              "problem field 'n' needs a non-negative integer, got '-3'");
+  CHECK_ERROR(parse_problem("n=12abc", &p), StatusCode::kInvalidArgument, "needs a non-negative integer");
+  CHECK_ERROR(parse_problem("n=99999999999999999999", &p), StatusCode::kInvalidArgument,
+              "problem field 'n' is out of range");
+  CHECK_ERROR(parse_problem("n=", &p), StatusCode::kInvalidArgument, "problem field 'n' has no number");
+  CHECK_ERROR(parse_problem("dir=Sideways", &p), StatusCode::kInvalidArgument,
+              "problem field 'dir' does not take the value 'Sideways'");
+  CHECK_ERROR(parse_problem("dir", &p), StatusCode::kInvalidArgument, "problem item 'dir' is not name=value");
+
+  tunecast_test::CompiledModel c;
+  tunecast_test::compile_model(tiny_with_rules(), &c);
+  std::vector<unsigned char> scratch(c.model.scratch_bytes(1));
+  Candidate out[1];
+  PredictInfo info;
+  CHECK_ERROR(predict(c.model, problem_of("dir=F,dtype=FP32,c=4,k=30,h=7,w=7,y=1,x=1"), PredictOptions(),
+                      scratch.data(), scratch.size(), out, 1, &info),
+              StatusCode::kInvalidArgument, "problem field 'n' is missing");
+  // An encoding that cannot be computed (log2 of an overflowing product) is an argument error too.
+  Problem huge = problem_of(kTinyProblem);
+  huge.set(ProblemField::kN, int64_t{1} << 62);
+  huge.set(ProblemField::kC, 8);
+  CHECK_ERROR(predict(c.model, huge, PredictOptions(), scratch.data(), scratch.size(), out, 1, &info),
+              StatusCode::kInvalidArgument, "encoding feature 0 ('log2 n * c') cannot be computed");
+}
+
+TEST_CASE("a feature outside the training range: predict works and says so") {
+  tunecast_test::CompiledModel c;
+  tunecast_test::compile_model(tiny_with_rules(), &c);
+  std::vector<unsigned char> scratch(c.model.scratch_bytes(1));
+  Candidate out[1];
+  PredictInfo info;
+  REQUIRE(predict(c.model, problem_of(kTinyProblem), PredictOptions(), scratch.data(), scratch.size(), out, 1, &info)
+              .is_ok());
+  CHECK(info.out_of_range_fields == 0u);
+  const Status status = predict(c.model, problem_of("dir=F,dtype=FP32,n=1000,c=4,k=30,h=7,w=7,y=1,x=1"),
+                                PredictOptions(), scratch.data(), scratch.size(), out, 1, &info);
+  CHECK_MESSAGE(status.is_ok(), status.message());
+  CHECK(info.out_of_range_fields == (1u << static_cast<int>(ProblemField::kN)));
+  CHECK(info.candidates == 1);
+}
+
+// ---- the CLI ------------------------------------------------------------------------------------
+
+namespace {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char pattern[] = "/tmp/tunecast_bad_inputs_XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code error;
+    std::filesystem::remove_all(path, error);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  // Every name in the folder (to see leftovers such as temporary files).
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& entry : std::filesystem::directory_iterator(path)) out.push_back(entry.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
+// Runs the built CLI with `args` (already shell-quoted where needed).
+CliResult run_cli(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+  const std::string command = std::string("'") + TUNECAST_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(command.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(out);
+  r.err = read_text(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+// A failure: non-zero exit and exactly one line on stderr, containing `text`.
+void check_one_line_error(const CliResult& r, const std::string& text) {
+  CHECK(r.exit_code != 0);
+  CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') == 1, r.err);
+  CHECK_MESSAGE(contains(r.err, text), r.err);
+  CHECK_MESSAGE(r.err.rfind("tunecast", 0) == 0, r.err);
+}
+
+void write_blob_file(const std::string& path, const ir::Model& model) {
+  const std::vector<uint8_t> bytes = blob_of(model);
+  write_text(path, std::string(bytes.begin(), bytes.end()));
+}
+
+}  // namespace
+
+TEST_CASE("CLI: missing, unreadable and corrupt files give one clear line and a non-zero exit") {
+  TempDir dir;
+  check_one_line_error(run_cli(dir, "inspect " + dir.file("absent.tcm")), "absent.tcm");
+  check_one_line_error(run_cli(dir, "inspect " + dir.file("absent.tcm")), "No such file or directory");
+  std::filesystem::create_directory(dir.file("folder.tcm"));
+  check_one_line_error(run_cli(dir, "inspect " + dir.file("folder.tcm")), "is not a regular file");
+  write_text(dir.file("empty.tcm"), "");
+  check_one_line_error(run_cli(dir, "predict " + dir.file("empty.tcm") + " --problem n=1"), "is empty");
+  write_text(dir.file("text.tcm"), "this is not a model at all\n");
+  check_one_line_error(run_cli(dir, "inspect " + dir.file("text.tcm")), "not a tunecast model");
+  std::vector<uint8_t> bytes = blob_of(tunecast_test::tiny_seq2seq());
+  bytes.resize(bytes.size() / 2);
+  write_text(dir.file("half.tcm"), std::string(bytes.begin(), bytes.end()));
+  check_one_line_error(run_cli(dir, "predict " + dir.file("half.tcm") + " --problem n=1"),
+                       "failed FlatBuffers verification");
+  check_one_line_error(run_cli(dir, "compile " + dir.file("absent.tcir.json") + " -o " + dir.file("x.tcm")),
+                       "absent.tcir.json");
+  check_one_line_error(run_cli(dir, "import-keras " + dir.file("gfx908_Nothing") + " -o " + dir.file("x.tcm")),
+                       "gfx908_Nothing");
+  write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());
+  check_one_line_error(run_cli(dir, "table " + dir.file("tiny.tcm") + " --problems " + dir.file("absent.txt") +
+                                        " -o " + dir.file("t.inc")),
+                       "absent.txt");
+  check_one_line_error(run_cli(dir, "compile " + dir.file("tiny.tcm") + " --rules " + dir.file("absent.tcr") +
+                                        " -o " + dir.file("x.tcm")),
+                       "");
+}
+
+TEST_CASE("CLI: bad problems and beam widths; a field outside the training range is a warning") {
+  TempDir dir;
+  write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());
+  const std::string model = dir.file("tiny.tcm");
+  check_one_line_error(run_cli(dir, "predict " + model + " --problem colour=3"), "unknown problem field 'colour'");
+  check_one_line_error(run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,c=4,k=30,h=7,w=7"),
+                       "problem field 'n' is missing");
+  check_one_line_error(run_cli(dir, "predict " + model + " --beam 0 --problem " + kTinyProblem),
+                       "beam width 0 is outside 1..256");
+  check_one_line_error(run_cli(dir, "predict " + model + " --beam 257 --problem " + kTinyProblem),
+                       "beam width 257 is outside 1..256");
+  const CliResult r = run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=1000,c=4,k=30,h=7,w=7");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "warning: problem field 'n' is outside the range seen in training"), r.err);
+  CHECK_FALSE(r.out.empty());
+}
+
+TEST_CASE("CLI: a failing command leaves no output file behind and keeps an existing one") {
+  TempDir dir;
+  write_text(dir.file("broken.tcir.json"), R"({"format": "tunecast-ir", "version": 1, "graphs": [)");
+  write_text(dir.file("nan.tcir.json"), "");
+  {
+    // A model that parses but fails check_ir (NaN weight).
+    ir::Model m = tunecast_test::tiny_seq2seq();
+    m.graphs[0].layers[0].kernel.data[1] = std::numeric_limits<float>::quiet_NaN();
+    std::string text;
+    REQUIRE(write_ir_json(m, &text).is_ok());
+    write_text(dir.file("nan.tcir.json"), text);
+  }
+  write_text(dir.file("tiny_encoder.ktn.model"), "{\"architecture\": 3}");
+  write_text(dir.file("tiny_decoder.ktn.model"), "{}");
+  write_text(dir.file("tiny_metadata.ktn.model"), "{}");
+  write_text(dir.file("bad.tcm"), "not a blob, not at all, not even close");
+  write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());
+  write_text(dir.file("problems.txt"), std::string(kTinyProblem) + "\ncolour=3\n");
+  write_text(dir.file("bad.tcr"), "params a, b, m\nrequire a <= \n");
+  std::filesystem::create_directory(dir.file("emit"));
+
+  struct Case {
+    const char* what;
+    std::string args;
+    std::vector<std::string> outputs;
+  };
+  const std::vector<Case> cases = {
+      {"compile (malformed JSON)", "compile " + dir.file("broken.tcir.json") + " -o " + dir.file("out.tcm"),
+       {dir.file("out.tcm")}},
+      {"compile (NaN weight)", "compile " + dir.file("nan.tcir.json") + " -o " + dir.file("out.tcm"),
+       {dir.file("out.tcm")}},
+      {"import-keras (bad JSON)", "import-keras " + dir.file("tiny") + " -o " + dir.file("out.tcm"),
+       {dir.file("out.tcm")}},
+      {"table (bad problem line)",
+       "table " + dir.file("tiny.tcm") + " --problems " + dir.file("problems.txt") + " -o " + dir.file("out.inc"),
+       {dir.file("out.inc")}},
+      {"table (bad model)",
+       "table " + dir.file("bad.tcm") + " --problems " + dir.file("problems.txt") + " -o " + dir.file("out.inc"),
+       {dir.file("out.inc")}},
+      {"emit-cpp (bad model)", "emit-cpp " + dir.file("bad.tcm") + " -o " + dir.file("emit") + " --name p",
+       {dir.file("emit/p.h"), dir.file("emit/p.cpp")}},
+      {"emit-cpp (beam above the runtime's maximum)",
+       "emit-cpp " + dir.file("tiny.tcm") + " -o " + dir.file("emit") + " --name p --max-beam 257",
+       {dir.file("emit/p.h"), dir.file("emit/p.cpp")}},
+  };
+  const std::vector<std::string> before = dir.names();
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    // No output yet: none afterwards.
+    CliResult r = run_cli(dir, c.args);
+    CHECK_MESSAGE(r.exit_code != 0, r.out);
+    CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') == 1, r.err);
+    for (const std::string& out : c.outputs) CHECK_FALSE(std::filesystem::exists(out));
+    CHECK(dir.names() == before);  // no temporary file left either
+    // An existing output: untouched.
+    for (const std::string& out : c.outputs) write_text(out, "previous contents\n");
+    r = run_cli(dir, c.args);
+    CHECK(r.exit_code != 0);
+    for (const std::string& out : c.outputs) {
+      CHECK(read_text(out) == "previous contents\n");
+      std::remove(out.c_str());
+    }
+  }
+  // A rules file that does not compile: no blob either.
+  write_text(dir.file("tiny.tcir.json"), "");
+  {
+    std::string text;
+    REQUIRE(write_ir_json(tunecast_test::tiny_seq2seq(), &text).is_ok());
+    write_text(dir.file("tiny.tcir.json"), text);
+  }
+  const CliResult r = run_cli(dir, "compile " + dir.file("tiny.tcir.json") + " --rules " + dir.file("bad.tcr") +
+                                       " -o " + dir.file("out.tcm"));
+  check_one_line_error(r, "bad.tcr:2:");
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.tcm")));
+}
+
+// ---- perf DBs -----------------------------------------------------------------------------------
+
+namespace {
+
+void make_db(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &error);
+  const std::string message = error ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  REQUIRE_MESSAGE(rc == SQLITE_OK, message);
+}
+
+}  // namespace
+
+TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
+  TempDir dir;
+  PerfDb db;
+  make_db(dir.file("no_tables.db"), "CREATE TABLE something (id INTEGER);");
+  CHECK_ERROR(PerfDb::open(dir.file("no_tables.db"), &db), StatusCode::kNotFound, "has no table perf_db");
+  make_db(dir.file("no_perf.db"),
+          "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT,"
+          " spatial_dim INT, in_channels INT, in_h INT, in_w INT, in_d INT, fil_h INT, fil_w INT,"
+          " fil_d INT, out_channels INT, batchsize INT, pad_h INT, pad_w INT, pad_d INT,"
+          " conv_stride_h INT, conv_stride_w INT, conv_stride_d INT, dilation_h INT, dilation_w INT,"
+          " dilation_d INT, bias INT, group_count INT);");
+  CHECK_ERROR(PerfDb::open(dir.file("no_perf.db"), &db), StatusCode::kNotFound, "has no table perf_db");
+  make_db(dir.file("no_column.db"),
+          "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT);"
+          "CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INT, params TEXT);");
+  CHECK_ERROR(PerfDb::open(dir.file("no_column.db"), &db), StatusCode::kNotFound,
+              "table config has no column data_type");
+  write_text(dir.file("text.db"), std::string(4096, 'x'));
+  const Status not_sqlite = PerfDb::open(dir.file("text.db"), &db);
+  CHECK_FALSE(not_sqlite.is_ok());
+  CHECK_MESSAGE(contains(not_sqlite.message(), "text.db"), not_sqlite.message());
+  const Status absent = PerfDb::open(dir.file("absent.db"), &db);
+  CHECK(absent.code() == StatusCode::kNotFound);
+  CHECK_MESSAGE(contains(absent.message(), "absent.db"), absent.message());
+  CHECK_FALSE(db.is_open());
+  // The CLI: one line, non-zero exit; opening an absent DB read-only does not create it.
+  write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());
+  check_one_line_error(run_cli(dir, "eval " + dir.file("tiny.tcm") + " --perfdb " + dir.file("no_perf.db") +
+                                        " --solver ConvAsm1x1U"),
+                       "has no table perf_db");
+  check_one_line_error(run_cli(dir, "eval " + dir.file("tiny.tcm") + " --perfdb " + dir.file("absent.db") +
+                                        " --solver ConvAsm1x1U"),
+                       "absent.db");
+  CHECK_FALSE(std::filesystem::exists(dir.file("absent.db")));
+}
