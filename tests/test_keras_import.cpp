@@ -18,6 +18,7 @@
 #include "tunecast/codegen/ir_check.h"
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
+#include "tunecast/model.h"
 
 namespace {
 
@@ -268,11 +269,12 @@ TEST_CASE("keras: every MIOpen KTN's graphs import and link; vocabularies import
     const char* prefix;
     const char* refusal;  // nullptr: imports
   };
-  // Newer KTNs hold string tokens ("Default", kernel names), per-direction parameter counts, or
-  // let the first token pick the count (predict_type 1): beyond tunecast's vocabulary for now.
+  // Newer KTNs hold string tokens ("Default", kernel names: imported as labelled symbolic tokens),
+  // per-direction parameter counts (imported one direction at a time), or let the first token
+  // pick the count (predict_type 1: beyond tunecast's fixed-length vocabularies for now).
   const Expected expected[] = {
       {"gfx908_ConvAsm1x1U", nullptr},
-      {"gfx90a_ConvHipIgemmGroupFwdXdlops", "token 14 has value 'Default', not an integer"},
+      {"gfx90a_ConvHipIgemmGroupFwdXdlops", nullptr},
       {"gfx90a_ConvHipIgemmGroupXdlops", "parameter count differs by direction (bwd 14, fwd 13, wrw 14)"},
       {"gfx942_ConvHipIgemmGroupFwdXdlops", "predict_type 1"},
       {"gfx942_ConvHipIgemmGroupWrwXdlops", "predict_type 1"},
@@ -341,10 +343,25 @@ TEST_CASE("keras: every MIOpen KTN's graphs import and link; vocabularies import
     CHECK(tests[0].outputs.size() == 4);
   }
 
+  // One direction of a KTN whose parameter count depends on it, with symbolic tokens.
   ir::Model model;
   const Status fwd = keras::import_ktn(dir + "/gfx90a_ConvHipIgemmGroupXdlops", "fwd", &model);
-  CHECK(fwd.code() == StatusCode::kUnsupported);
-  CHECK_MESSAGE(contains(fwd, "has value 'Default'"), fwd.message());
+  REQUIRE_MESSAGE(fwd.is_ok(), fwd.message());
+  CHECK(model.vocabulary.parameters.size() == 13);
+  const auto& labels = model.vocabulary.token_labels;
+  REQUIRE(labels.size() == model.vocabulary.token_values.size());
+  const auto symbolic = std::find(labels.begin(), labels.end(), "Default");
+  REQUIRE(symbolic != labels.end());
+  const size_t token = static_cast<size_t>(symbolic - labels.begin());
+  CHECK(model.vocabulary.token_values[token] == tunecast::kSymbolicTokenBase - static_cast<int64_t>(token));
+  CHECK(check_ir(model).is_ok());
+  const auto numeric = std::find(labels.begin(), labels.end(), "256");
+  REQUIRE(numeric != labels.end());
+  CHECK(model.vocabulary.token_values[numeric - labels.begin()] == 256);
+  // A vocabulary of numbers only keeps no labels.
+  ir::Model plain;
+  REQUIRE(keras::import_ktn(dir + "/gfx908_ConvAsm1x1U", &plain).is_ok());
+  CHECK(plain.vocabulary.token_labels.empty());
 }
 
 TEST_CASE("keras: TunaNet solver-selection MLPs") {

@@ -1,12 +1,19 @@
 // import-keras and compile: foreign or trainer formats in, one verified blob out (atomically).
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
 
 #include "cli.h"
 #include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/blob_writer.h"
+#include "tunecast/codegen/dataset_split.h"
 #include "tunecast/codegen/ir_check.h"
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
+#include "tunecast/codegen/perfdb.h"
+#include "tunecast/codegen/prediction_check.h"
 
 namespace tunecast::cli {
 namespace {
@@ -15,20 +22,135 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Options shared by import-keras and compile.
+std::vector<std::string> with_weight_options(std::vector<std::string> options) {
+  for (const char* o : {"weights", "check-perfdb", "check-solver", "check-limit"}) options.push_back(o);
+  return options;
+}
+constexpr const char* kWeightHelp =
+    "--weights fp16 stores the product weights (Dense, Conv1D, LSTM kernels) as IEEE fp16, half\n"
+    "the bytes (default fp32). The fp16 blob is written only if its greedy prediction and beam-10\n"
+    "candidate list equal the fp32 blob's on every checked input: the problems of solver S in\n"
+    "--check-perfdb DB --check-solver S (through the encoding; at most --check-limit N, default\n"
+    "1000, evenly spread, 0 = all), else the Keras test vectors (import-keras), else 256\n"
+    "synthetic encoder inputs. --force writes it anyway.\n";
+
+// Blob bytes copied into 64-byte aligned memory and loaded.
+struct LoadedBlob {
+  std::unique_ptr<void, decltype(&std::free)> bytes{nullptr, &std::free};
+  Model model;
+
+  Status load(const std::vector<uint8_t>& blob) {
+    bytes.reset(std::aligned_alloc(64, (blob.size() + 63) / 64 * 64));
+    std::memcpy(bytes.get(), blob.data(), blob.size());
+    return Model::load(bytes.get(), blob.size(), &model);
+  }
+};
+
+// The inputs the fp16 check runs on (see kWeightHelp); `what` describes them for the summary.
+Status check_samples(const Model& model, const Args& args, const std::vector<std::vector<float>>& test_vectors,
+                     std::vector<codegen::CheckSample>* samples, std::string* what) {
+  samples->clear();
+  if (args.has("check-perfdb") || args.has("check-solver")) {
+    if (!args.has("check-perfdb") || !args.has("check-solver")) {
+      return Status::error(StatusCode::kInvalidArgument, "--check-perfdb and --check-solver go together");
+    }
+    if (model.root()->encoding() == nullptr) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "--check-perfdb needs a model with a feature encoding (--encoding)");
+    }
+    int limit = 0;
+    TUNECAST_RETURN_IF_ERROR(args.get_int("check-limit", 1000, &limit));
+    std::vector<PerfDbRow> rows;
+    TUNECAST_RETURN_IF_ERROR(read_perf_db(args.get("check-perfdb"), args.get("check-solver"), PerfDbFilter(), &rows));
+    std::set<std::string> seen;
+    std::vector<const PerfDbRow*> unique;
+    for (const PerfDbRow& r : rows) {
+      if (seen.insert(codegen::descriptor_text(r.problem)).second) unique.push_back(&r);
+    }
+    const size_t take = limit > 0 ? std::min(unique.size(), static_cast<size_t>(limit)) : unique.size();
+    for (size_t i = 0; i < take; ++i) {
+      const PerfDbRow& r = *unique[i * unique.size() / take];
+      codegen::CheckSample s;
+      s.name = "problem '" + codegen::descriptor_text(r.problem) + "' (perf DB row " + std::to_string(r.config_id) + ")";
+      s.problem = r.problem;
+      samples->push_back(std::move(s));
+    }
+    *what = "problems of " + args.get("check-solver") + " in " + args.get("check-perfdb") + " (of " +
+            std::to_string(unique.size()) + ")";
+    if (samples->empty()) {
+      return Status::error(StatusCode::kNotFound, "no %s rows in %s to check fp16 weights on",
+                           args.get("check-solver").c_str(), args.get("check-perfdb").c_str());
+    }
+    return Status::ok();
+  }
+  if (!test_vectors.empty()) {
+    for (size_t i = 0; i < test_vectors.size(); ++i) {
+      codegen::CheckSample s;
+      s.name = "Keras test vector " + std::to_string(i);
+      s.features = test_vectors[i];
+      samples->push_back(std::move(s));
+    }
+    *what = "Keras test vectors, constraints off";
+    return Status::ok();
+  }
+  *samples = codegen::synthetic_samples(model, 256);
+  *what = "synthetic encoder inputs, constraints off; pass --check-perfdb for real problems";
+  return Status::ok();
+}
+
+// Compiles the fp16 blob and keeps it only if it predicts as the fp32 one does.
+Status half_weights_blob(const ir::Model& model, const Args& args,
+                         const std::vector<std::vector<float>>& test_vectors, std::vector<uint8_t>* blob) {
+  LoadedBlob reference, half;
+  std::vector<uint8_t> half_bytes;
+  codegen::BlobOptions options;
+  options.weights = codegen::WeightStorage::kFp16;
+  TUNECAST_RETURN_IF_ERROR(codegen::write_blob(model, &half_bytes, options));
+  TUNECAST_RETURN_IF_ERROR(reference.load(*blob));
+  TUNECAST_RETURN_IF_ERROR(half.load(half_bytes));
+  if (!reference.model.is_seq2seq()) {
+    return Status::error(StatusCode::kUnsupported,
+                         "--weights fp16 is checked on predicted sequences: it needs a "
+                         "sequence-to-sequence model");
+  }
+  std::vector<codegen::CheckSample> samples;
+  std::string what;
+  TUNECAST_RETURN_IF_ERROR(check_samples(reference.model, args, test_vectors, &samples, &what));
+  codegen::PredictionComparison result;
+  TUNECAST_RETURN_IF_ERROR(codegen::compare_predictions(reference.model, half.model, samples, &result));
+  std::printf("fp16 weights: %d of %d inputs predict differently from fp32 (greedy and beam 10; %s)\n",
+              result.differing, result.checked, what.c_str());
+  if (result.differing > 0 && !args.has("force")) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "fp16 weights change the predictions on %d of %d inputs, first %s; keep "
+                         "--weights fp32 (or --force)",
+                         result.differing, result.checked, result.first.c_str());
+  }
+  *blob = std::move(half_bytes);
+  return Status::ok();
+}
+
 // Checks, attaches rules, writes the blob and prints a one-line summary.
-int finish(const char* command, ir::Model* model, const Args& args) {
+int finish(const char* command, ir::Model* model, const Args& args,
+           const std::vector<std::vector<float>>& test_vectors = {}) {
+  const std::string storage = args.get("weights", "fp32");
+  if (storage != "fp32" && storage != "fp16") {
+    return usage_error(command, "--weights must be fp32 or fp16");
+  }
   Status status = codegen::attach_rules(model, args.get("rules"), args.get("encoding"));
   if (status) status = check_ir(*model);
   std::vector<uint8_t> blob;
   if (status) status = codegen::write_blob(*model, &blob);
+  if (status && storage == "fp16") status = half_weights_blob(*model, args, test_vectors, &blob);
   if (status) status = codegen::write_file_atomic(args.get("output"), blob);
   if (!status) return fail(status);
   size_t weights = 0;
   for (const ir::Graph& g : model->graphs) {
     for (const ir::Layer& l : g.layers) weights += l.kernel.data.size() + l.recurrent.data.size() + l.bias.size();
   }
-  std::printf("%s: wrote %s (%zu bytes; %zu graphs, %zu weights, %zu parameters, %zu constraints%s)\n",
-              command, args.get("output").c_str(), blob.size(), model->graphs.size(), weights,
+  std::printf("%s: wrote %s (%zu bytes; %zu graphs, %zu %s weights, %zu parameters, %zu constraints%s)\n",
+              command, args.get("output").c_str(), blob.size(), model->graphs.size(), weights, storage.c_str(),
               model->vocabulary.parameters.size(), model->constraints.size(),
               model->encoding ? ", feature encoding" : "");
   return 0;
@@ -38,11 +160,12 @@ int finish(const char* command, ir::Model* model, const Args& args) {
 
 int cmd_import_keras(const std::vector<std::string>& argv) {
   Args args;
-  Status status = args.parse(argv, {"output", "rules", "encoding", "direction"}, {});
+  Status status = args.parse(argv, with_weight_options({"output", "rules", "encoding", "direction"}), {"force"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast import-keras MODEL -o OUT.tcm [--rules RULES.tcr] [--encoding ENC.tce]\n"
-        "                             [--direction fwd|bwd|wrw]\n\n"
+        "                             [--direction fwd|bwd|wrw] [--weights fp32|fp16]\n"
+        "                             [--check-perfdb DB --check-solver S [--check-limit N]] [--force]\n\n"
         "Compiles MIOpen's Keras models in frugally-deep JSON into one verified blob.\n"
         "MODEL is either a kernel tuning net prefix, e.g. .../gfx908_ConvAsm1x1U (the files\n"
         "<prefix>_encoder.ktn.model, _decoder.ktn.model and _metadata.ktn.model are read), or a\n"
@@ -50,7 +173,7 @@ int cmd_import_keras(const std::vector<std::string>& argv) {
         "--rules compiles validity constraints (and may name the parameters), --encoding the\n"
         "problem -> input declaration, both in tunecast's rules language (docs/rules_language.md).\n"
         "Unsupported layers or malformed JSON are reported naming the file and layer; no output\n"
-        "file is written unless the whole model verifies.\n");
+        "file is written unless the whole model verifies.\n%s", kWeightHelp);
     return 0;
   }
   if (!status) return usage_error("import-keras", status.message());
@@ -69,17 +192,28 @@ int cmd_import_keras(const std::vector<std::string>& argv) {
                                    : keras::import_ktn(source, &model);
   }
   if (!status) return fail(status);
-  return finish("import-keras", &model, args);
+  // Keras-computed encoder inputs: what the fp16 check runs on when no perf DB is given.
+  std::vector<std::vector<float>> test_vectors;
+  std::vector<keras::TestVector> tests;
+  if (args.get("weights") == "fp16" && !ends_with(source, ".tn.model") &&
+      keras::read_test_vectors(source + "_encoder.ktn.model", &tests)) {
+    for (const keras::TestVector& t : tests) {
+      if (t.inputs.size() == 1) test_vectors.push_back(t.inputs[0]);
+    }
+  }
+  return finish("import-keras", &model, args, test_vectors);
 }
 
 int cmd_compile(const std::vector<std::string>& argv) {
   Args args;
-  Status status = args.parse(argv, {"output", "rules", "encoding"}, {});
+  Status status = args.parse(argv, with_weight_options({"output", "rules", "encoding"}), {"force"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast compile MODEL.tcir.json -o OUT.tcm [--rules RULES.tcr] [--encoding ENC.tce]\n\n"
+        "usage: tunecast compile MODEL.tcir.json -o OUT.tcm [--rules RULES.tcr] [--encoding ENC.tce]\n"
+        "                        [--weights fp32|fp16] [--check-perfdb DB --check-solver S\n"
+        "                        [--check-limit N]] [--force]\n\n"
         "Compiles a model exported by tunecast's trainer (docs/interchange.md) together with its\n"
-        "kernel's validity rules and its feature encoding into one verified blob.\n");
+        "kernel's validity rules and its feature encoding into one verified blob.\n%s", kWeightHelp);
     return 0;
   }
   if (!status) return usage_error("compile", status.message());

@@ -143,7 +143,12 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       std::printf("  %d %-18s", p, model.parameter_name(p));
       for (int t = 0; t < model.token_count(); ++t) {
         if (model.token_allowed(p, t)) {
-          std::printf(" %lld", static_cast<long long>(model.token_value(t)));
+          const char* label = model.token_label(t);
+          if (label != nullptr) {
+            std::printf(" %s", label);
+          } else {
+            std::printf(" %lld", static_cast<long long>(model.token_value(t)));
+          }
         }
       }
       std::printf("   (%d constraints)\n", model.constraint_begin(p + 1) - model.constraint_begin(p));

@@ -116,7 +116,13 @@ int cmd_predict(const std::vector<std::string>& argv) {
     nlohmann::json list = nlohmann::json::array();
     for (int i = 0; i < info.candidates; ++i) {
       std::vector<int64_t> values(candidates[i].values, candidates[i].values + candidates[i].length);
-      list.push_back({{"score", candidates[i].score}, {"values", values}});
+      nlohmann::json entry = {{"score", candidates[i].score}, {"values", values}};
+      if (model.token_label(0) != nullptr) {
+        std::vector<std::string> labels;
+        for (int p = 0; p < candidates[i].length; ++p) labels.push_back(model.token_label(candidates[i].tokens[p]));
+        entry["labels"] = labels;
+      }
+      list.push_back(entry);
     }
     j["candidates"] = list;
     j["rejected_by_constraints"] = info.rejected_by_constraints;
@@ -147,7 +153,12 @@ int cmd_predict(const std::vector<std::string>& argv) {
     std::printf("%4d %10.4f", i + 1, static_cast<double>(candidates[i].score));
     for (int p = 0; p < candidates[i].length; ++p) {
       const int width = static_cast<int>(std::string(model.parameter_name(p)).size());
-      std::printf(" %*lld", width, static_cast<long long>(candidates[i].values[p]));
+      const char* label = model.token_label(candidates[i].tokens[p]);
+      if (label != nullptr) {
+        std::printf(" %*s", width, label);
+      } else {
+        std::printf(" %*lld", width, static_cast<long long>(candidates[i].values[p]));
+      }
     }
     std::printf("\n");
   }

@@ -1,5 +1,6 @@
 #include "tunecast/codegen/blob_writer.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -34,8 +35,23 @@ Offset<flatbuffers::Vector<float>> aligned_floats(FlatBufferBuilder& b, const st
   return b.CreateVector(v);
 }
 
-Offset<fb::Matrix> write_matrix(FlatBufferBuilder& b, const ir::Matrix& m, bool packed) {
+// Packed matrices take the requested storage; tables (gathers, not products) stay float.
+Offset<fb::Matrix> write_matrix(FlatBufferBuilder& b, const ir::Matrix& m, bool packed,
+                                const BlobOptions& options) {
   if (m.empty()) return 0;
+  if (packed && options.weights == WeightStorage::kFp16) {
+    const std::vector<float> panels = pack_panels(m);
+    std::vector<uint16_t> halves(panels.size());
+    for (size_t i = 0; i < panels.size(); ++i) halves[i] = float_to_half(panels[i]);
+    b.ForceVectorAlignment(halves.size(), sizeof(uint16_t), kWeightAlignment);
+    const auto data = b.CreateVector(halves);
+    fb::MatrixBuilder mb(b);
+    mb.add_rows(m.rows);
+    mb.add_cols(m.cols);
+    mb.add_panel_width(kernels::kPanelWidth);
+    mb.add_half_data(data);
+    return mb.Finish();
+  }
   const auto data = aligned_floats(b, packed ? pack_panels(m) : m.data);
   return fb::CreateMatrix(b, m.rows, m.cols, packed ? kernels::kPanelWidth : 0, data);
 }
@@ -54,14 +70,14 @@ Offset<fb::Program> write_program(FlatBufferBuilder& b, const ir::Program& p) {
   return fb::CreateProgram(b, b.CreateVector(p.code), b.CreateVector(p.constants));
 }
 
-Offset<fb::Graph> write_graph(FlatBufferBuilder& b, const ir::Graph& g) {
+Offset<fb::Graph> write_graph(FlatBufferBuilder& b, const ir::Graph& g, const BlobOptions& options) {
   std::vector<Offset<fb::Layer>> layers;
   for (const ir::Layer& l : g.layers) {
     const auto name = b.CreateString(l.name);
     const auto inputs = b.CreateVector(l.inputs);
     const auto outputs = b.CreateVector(l.outputs);
-    const auto kernel = write_matrix(b, l.kernel, is_packed(l, false));
-    const auto recurrent = write_matrix(b, l.recurrent, is_packed(l, true));
+    const auto kernel = write_matrix(b, l.kernel, is_packed(l, false), options);
+    const auto recurrent = write_matrix(b, l.recurrent, is_packed(l, true), options);
     const auto bias = write_bias(b, l.bias);
     fb::LayerBuilder lb(b);
     lb.add_type(l.type);
@@ -126,10 +142,39 @@ std::vector<float> pack_panels(const ir::Matrix& m) {
   return packed;
 }
 
-void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob) {
+uint16_t float_to_half(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) {  // inf or NaN (quiet, payload kept where it fits)
+    return sign | (magnitude > 0x7f800000u ? 0x7e00u | ((magnitude >> 13) & 0x3ffu) : 0x7c00u);
+  }
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: inf
+  if (magnitude < 0x38800000u) {                          // below 2^-14: subnormal or zero
+    if (magnitude < 0x33000000u) return sign;             // at most half the smallest subnormal
+    const uint32_t exponent = magnitude >> 23;
+    const uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;  // 14..24 bits dropped
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return sign | static_cast<uint16_t>(half);
+  }
+  // Normal: rebias the exponent, round the mantissa to 10 bits (nearest, ties to even); a carry
+  // into the exponent is the correctly rounded result.
+  uint32_t half = ((magnitude - 0x38000000u) >> 13);
+  const uint32_t rest = magnitude & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return sign | static_cast<uint16_t>(half);
+}
+
+void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob,
+                               const BlobOptions& options) {
   FlatBufferBuilder b(1 << 20);
   std::vector<Offset<fb::Graph>> graphs;
-  for (const ir::Graph& g : model.graphs) graphs.push_back(write_graph(b, g));
+  for (const ir::Graph& g : model.graphs) graphs.push_back(write_graph(b, g, options));
   const auto graphs_vec = b.CreateVector(graphs);
 
   Offset<fb::Seq2Seq> seq2seq = 0;
@@ -155,8 +200,10 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
     for (const ir::Parameter& p : v.parameters) {
       params.push_back(fb::CreateParameter(b, b.CreateString(p.name), b.CreateVector(p.tokens)));
     }
+    std::vector<Offset<flatbuffers::String>> labels;
+    for (const std::string& label : v.token_labels) labels.push_back(b.CreateString(label));
     vocabulary = fb::CreateVocabulary(b, b.CreateVector(v.token_values), b.CreateVector(v.end_tokens),
-                                      b.CreateVector(params), v.end_policy);
+                                      b.CreateVector(params), v.end_policy, b.CreateVector(labels));
   }
 
   std::vector<Offset<fb::Constraint>> constraints;
@@ -187,9 +234,26 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
   blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 
-Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob) {
+Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob, const BlobOptions& options) {
+  if (options.weights == WeightStorage::kFp16) {
+    for (const ir::Graph& g : model.graphs) {
+      for (const ir::Layer& l : g.layers) {
+        for (const bool recurrent : {false, true}) {
+          if (!is_packed(l, recurrent)) continue;
+          for (const float w : (recurrent ? l.recurrent : l.kernel).data) {
+            if (!std::isfinite(kernels::half_to_float(float_to_half(w)))) {
+              return Status::error(StatusCode::kInvalidArgument,
+                                   "layer '%s': weight %g does not fit fp16 (|w| <= 65504); "
+                                   "compile with --weights fp32",
+                                   l.name.c_str(), static_cast<double>(w));
+            }
+          }
+        }
+      }
+    }
+  }
   std::vector<uint8_t> bytes;
-  serialize_blob_unverified(model, &bytes);
+  serialize_blob_unverified(model, &bytes, options);
   // Load what we wrote with the runtime itself, from 32-byte aligned memory as the runtime expects.
   const size_t size = bytes.size();
   std::unique_ptr<void, decltype(&std::free)> aligned(

@@ -448,6 +448,32 @@ void write_floats(Writer* w, const std::string& name, const float* data, size_t 
   w->line("};");
 }
 
+// fp16 weights (compile --weights fp16) as their bit patterns; layers.h widens them like the blob
+// runtime does.
+void write_halves(Writer* w, const std::string& name, const uint16_t* data, size_t count) {
+  w->line("alignas(32) constexpr tunecast::kernels::Half %s[%zu] = {", name.c_str(), count);
+  std::string row;
+  for (size_t i = 0; i < count; ++i) {
+    row += format("0x%04x,", data[i]);
+    if (i % 16 == 15 || i + 1 == count) {
+      w->line("    %s", row.c_str());
+      row.clear();
+    } else {
+      row += ' ';
+    }
+  }
+  w->line("};");
+}
+
+// A matrix's weights in whichever storage the blob has.
+void write_matrix(Writer* w, const std::string& name, const schema::Matrix* m) {
+  if (m->half_data() != nullptr) {
+    write_halves(w, name, m->half_data()->data(), m->half_data()->size());
+  } else {
+    write_floats(w, name, m->data()->data(), m->data()->size());
+  }
+}
+
 const char* act_name(kernels::Act act) {
   switch (act) {
     case kernels::Act::kRelu: return "Act::kRelu";
@@ -572,9 +598,18 @@ class Emitter {
     }
     return true;
   }
+  static bool finite(const flatbuffers::Vector<uint16_t>* halves) {
+    if (halves == nullptr) return true;
+    for (const uint16_t h : *halves) {
+      if ((h & 0x7c00u) == 0x7c00u) return false;  // fp16 inf or NaN
+    }
+    return true;
+  }
+  static bool finite(const schema::Matrix* m) {
+    return m == nullptr || (finite(m->data()) && finite(m->half_data()));
+  }
   static bool finite_weights(const schema::Layer* layer) {
-    return (!layer->kernel() || finite(layer->kernel()->data())) &&
-           (!layer->recurrent() || finite(layer->recurrent()->data())) && finite(layer->bias());
+    return finite(layer->kernel()) && finite(layer->recurrent()) && finite(layer->bias());
   }
 
   int rows_bound(const GraphInfo& info) const { return info.batched ? options_.max_beam : 1; }
@@ -750,14 +785,16 @@ class Emitter {
       for (const schema::Layer* layer : *model_.graph(g).graph->layers()) {
         const std::string name = layer->name() ? layer->name()->str() : "";
         if (const schema::Matrix* m = layer->kernel()) {
-          w->line("// %s: %s [%u][%u]%s", comment_text(name).c_str(),
+          w->line("// %s: %s [%u][%u]%s%s", comment_text(name).c_str(),
                   layer->type() == LayerType::Embedding ? "table" : "kernel", m->rows(), m->cols(),
-                  m->panel_width() ? ", packed in column panels" : ", row-major");
-          write_floats(w, weights_of(layer, "Kernel"), m->data()->data(), m->data()->size());
+                  m->panel_width() ? ", packed in column panels" : ", row-major",
+                  m->half_data() ? ", fp16" : "");
+          write_matrix(w, weights_of(layer, "Kernel"), m);
         }
         if (const schema::Matrix* m = layer->recurrent()) {
-          w->line("// %s: recurrent kernel [%u][%u], packed in column panels", comment_text(name).c_str(), m->rows(), m->cols());
-          write_floats(w, weights_of(layer, "Recurrent"), m->data()->data(), m->data()->size());
+          w->line("// %s: recurrent kernel [%u][%u], packed in column panels%s", comment_text(name).c_str(), m->rows(),
+                  m->cols(), m->half_data() ? ", fp16" : "");
+          write_matrix(w, weights_of(layer, "Recurrent"), m);
         }
         if (layer->bias() && layer->bias()->size() > 0) {
           w->line("// %s: bias [%u], zero-padded", comment_text(name).c_str(), layer->units() * (layer->type() == LayerType::Lstm ? 4 : 1));

@@ -417,6 +417,9 @@ class Checker {
       ends.insert(t);
     }
     if (!v.parameters.empty() && ends.size() == size) return fail("every token is an end token");
+    if (!v.token_labels.empty() && v.token_labels.size() != size) {
+      return fail("%zu token labels for %zu tokens", v.token_labels.size(), size);
+    }
     std::set<std::string> names;
     for (size_t p = 0; p < v.parameters.size(); ++p) {
       const ir::Parameter& param = v.parameters[p];

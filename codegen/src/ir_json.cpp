@@ -488,7 +488,17 @@ class Reader {
     const std::string path = "vocabulary";
     TUNECAST_RETURN_IF_ERROR(expect_object(j, path));
     TUNECAST_RETURN_IF_ERROR(
-        known_fields(j, path, {"token_values", "end_tokens", "parameters", "end_policy"}));
+        known_fields(j, path, {"token_values", "end_tokens", "parameters", "end_policy", "token_labels"}));
+    if (const json* labels = find(j, "token_labels")) {
+      TUNECAST_RETURN_IF_ERROR(expect_array(*labels, path + ".token_labels"));
+      for (const json& label : *labels) {
+        if (!label.is_string()) {
+          return Status::error(StatusCode::kInvalidArgument, "%s.token_labels: labels are strings",
+                               path.c_str());
+        }
+        v->token_labels.push_back(label.get<std::string>());
+      }
+    }
     TUNECAST_RETURN_IF_ERROR(get_int_array(j, path, "token_values", true, &v->token_values));
     TUNECAST_RETURN_IF_ERROR(get_int_array(j, path, "end_tokens", false, &v->end_tokens));
     TUNECAST_RETURN_IF_ERROR(
@@ -665,6 +675,7 @@ Status write_ir_json(const ir::Model& model, std::string* out) {
       }
       j["parameters"] = std::move(params);
       j["end_policy"] = schema::EnumNameEndPolicy(v.end_policy);
+      if (!v.token_labels.empty()) j["token_labels"] = v.token_labels;
       doc["vocabulary"] = std::move(j);
     }
     // Invalid UTF-8 in a name or metadata value is replaced rather than thrown on.

@@ -1,5 +1,7 @@
 #include "tunecast/codegen/keras_import.h"
 
+#include "tunecast/model.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
@@ -1003,7 +1005,7 @@ Status ktn_vocabulary(const json& meta, const std::string& source, std::string_v
     for (const auto& item : counts->items()) {
       if (count != 0 && item.value().get<int64_t>() != count) {
         return error_in(StatusCode::kUnsupported, source,
-                        "parameter count differs by direction (%s); import one direction",
+                        "parameter count differs by direction (%s); import one with --direction",
                         listing.c_str());
       }
       count = item.value().get<int64_t>();
@@ -1025,6 +1027,7 @@ Status ktn_vocabulary(const json& meta, const std::string& source, std::string_v
   ir::Vocabulary vocab;
   vocab.token_values.assign(size, 0);
   std::vector<bool> seen(size, false);
+  bool symbolic = false;
   for (const auto& item : tunings->items()) {
     int64_t index = 0;
     if (!parse_int64(item.key(), &index) || index < 0 || static_cast<size_t>(index) >= size ||
@@ -1040,13 +1043,16 @@ Status ktn_vocabulary(const json& meta, const std::string& source, std::string_v
       return error_in(StatusCode::kInvalidArgument, source, "token %lld has a non-scalar value",
                       static_cast<long long>(index));
     }
-    if (!parse_int64(text, &v)) {
-      return error_in(StatusCode::kUnsupported, source,
-                      "token %lld has value '%s', not an integer (vocabularies hold integers)",
-                      static_cast<long long>(index), text.c_str());
+    vocab.token_labels.resize(size);
+    vocab.token_labels[index] = text;
+    if (!parse_int64(text, &v)) {  // "Default", "OddC", ...
+      v = kSymbolicTokenBase - index;
+      symbolic = true;
     }
     vocab.token_values[index] = v;
   }
+  // Labels are kept only when some token is symbolic; numbers print as themselves.
+  if (!symbolic) vocab.token_labels.clear();
   for (size_t t = 0; t < size; ++t) {
     if (vocab.token_values[t] == -1) vocab.end_tokens.push_back(static_cast<uint16_t>(t));
   }

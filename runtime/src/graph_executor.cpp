@@ -26,7 +26,17 @@ const char* name_of(const schema::Layer* layer) {
 
 const float* weights(const schema::Matrix* m) { return m->data()->data(); }
 
-Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
+// Calls `f` with the matrix's weights as `const float*` or `const kernels::Half*` (the verifier
+// admits exactly one of data / half_data).
+template <typename F>
+auto with_weights(const schema::Matrix* m, F&& f) {
+  if (m->half_data() != nullptr) return f(m->half_data()->data());
+  return f(m->data()->data());
+}
+
+template <typename K, typename R>
+Status run_lstm(const schema::Layer* layer, bool batched, const K* kernel, const R* recurrent,
+                GraphArena* a) {
   const auto& ins = *layer->inputs();
   const uint32_t x = ins[0];
   const uint32_t seq = layer->outputs()->Get(0);
@@ -36,19 +46,19 @@ Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
   const size_t z_stride = padded_cols(4 * units);
   const bool initial = ins.size() == 3;
   TUNECAST_RETURN_IF_ERROR(layers::lstm_input(name_of(layer), layer->token_input(), a->value[x],
-                                              a->stride[x], a->rows[x], weights(layer->kernel()),
+                                              a->stride[x], a->rows[x], kernel,
                                               layer->kernel()->rows(), units, bias_of(layer),
                                               a->temp, z_stride));
   const Act gate_act = to_act(layer->recurrent_activation());
   const Act cell_act = to_act(layer->cell_activation());
   if (batched) {
-    layers::lstm_step(a->rows[x], units, weights(layer->recurrent()),
+    layers::lstm_step(a->rows[x], units, recurrent,
                       initial ? a->value[ins[1]] : nullptr, initial ? a->stride[ins[1]] : 0,
                       initial ? a->value[ins[2]] : nullptr, initial ? a->stride[ins[2]] : 0,
                       gate_act, cell_act, a->temp, z_stride, a->value[h], a->stride[h],
                       a->value[c], a->stride[c], a->value[seq], a->stride[seq]);
   } else {
-    layers::lstm_sequence(a->rows[x], units, weights(layer->recurrent()),
+    layers::lstm_sequence(a->rows[x], units, recurrent,
                           initial ? a->value[ins[1]] : nullptr, initial ? a->value[ins[2]] : nullptr,
                           gate_act, cell_act, layer->reverse(), layer->return_sequences(), a->temp,
                           z_stride, a->value[h], a->value[c], a->value[seq], a->stride[seq]);
@@ -101,9 +111,11 @@ Status execute_graph(const GraphInfo& info, GraphArena* a) {
     const uint32_t out = layer->outputs()->Get(0);
     switch (layer->type()) {
       case LayerType::Dense:
-        layers::dense(a->value[in], a->stride[in], a->rows[in], layer->kernel()->rows(),
-                      weights(layer->kernel()), layer->units(), bias_of(layer),
-                      to_act(layer->activation()), a->value[out], a->stride[out]);
+        with_weights(layer->kernel(), [&](const auto* kernel) {
+          layers::dense(a->value[in], a->stride[in], a->rows[in], layer->kernel()->rows(), kernel,
+                        layer->units(), bias_of(layer), to_act(layer->activation()),
+                        a->value[out], a->stride[out]);
+        });
         break;
       case LayerType::Embedding:
         TUNECAST_RETURN_IF_ERROR(layers::embedding(
@@ -111,7 +123,12 @@ Status execute_graph(const GraphInfo& info, GraphArena* a) {
             layer->kernel()->rows(), layer->kernel()->cols(), a->value[out], a->stride[out]));
         break;
       case LayerType::Lstm:
-        TUNECAST_RETURN_IF_ERROR(run_lstm(layer, info.batched, a));
+        // Kernel and recurrent weights are each float or Half (token tables always float).
+        TUNECAST_RETURN_IF_ERROR(with_weights(layer->kernel(), [&](const auto* kernel) {
+          return with_weights(layer->recurrent(), [&](const auto* recurrent) {
+            return run_lstm(layer, info.batched, kernel, recurrent, a);
+          });
+        }));
         break;
       case LayerType::Relu:
       case LayerType::Tanh:
@@ -144,10 +161,12 @@ Status execute_graph(const GraphInfo& info, GraphArena* a) {
         break;
       }
       case LayerType::Conv1D:
-        layers::conv1d(a->value[in], a->stride[in], a->rows[in], info.value_cols[in],
-                       layer->kernel_size(), layer->padding_same(), weights(layer->kernel()),
-                       layer->units(), bias_of(layer), to_act(layer->activation()), a->temp,
-                       a->value[out], a->rows[out], a->stride[out]);
+        with_weights(layer->kernel(), [&](const auto* kernel) {
+          layers::conv1d(a->value[in], a->stride[in], a->rows[in], info.value_cols[in],
+                         layer->kernel_size(), layer->padding_same(), kernel, layer->units(),
+                         bias_of(layer), to_act(layer->activation()), a->temp, a->value[out],
+                         a->rows[out], a->stride[out]);
+        });
         break;
       case LayerType::Attention: {
         const uint32_t memory = ins[1];

@@ -36,9 +36,20 @@ bool valid_activation(schema::Activation act) {
 // Checks a weight matrix's declared shape and storage. `packed` matrices feed matmul.
 Status check_matrix(const schema::Matrix* m, const char* what, const schema::Layer* layer,
                     uint32_t rows, uint32_t cols, bool packed) {
-  if (m == nullptr || m->data() == nullptr) {
+  if (m == nullptr || (m->data() == nullptr && m->half_data() == nullptr)) {
     return Status::error(StatusCode::kCorruptModel, "layer '%s': missing %s weights",
                          layer_name(layer), what);
+  }
+  // fp16 storage (compile --weights fp16) is for product weights only; tables stay float.
+  if (m->data() != nullptr && m->half_data() != nullptr) {
+    return Status::error(StatusCode::kCorruptModel,
+                         "layer '%s': %s weights stored both as fp32 and as fp16",
+                         layer_name(layer), what);
+  }
+  if (m->half_data() != nullptr && !packed) {
+    return Status::error(StatusCode::kUnsupported,
+                         "layer '%s': %s weights stored as fp16, supported only for packed "
+                         "product weights", layer_name(layer), what);
   }
   if (m->rows() != rows || m->cols() != cols) {
     return Status::error(StatusCode::kCorruptModel,
@@ -52,10 +63,12 @@ Status check_matrix(const schema::Matrix* m, const char* what, const schema::Lay
                          layer_name(layer), what, m->panel_width(), want_panel);
   }
   const size_t want = packed ? kernels::packed_size(rows, cols) : size_t{rows} * cols;
-  if (m->data()->size() != want) {
+  const bool half = m->half_data() != nullptr;
+  const uint32_t have = half ? m->half_data()->size() : m->data()->size();
+  if (have != want) {
     return Status::error(StatusCode::kCorruptModel,
-                         "layer '%s': %s weights hold %u floats, shape needs %zu",
-                         layer_name(layer), what, m->data()->size(), want);
+                         "layer '%s': %s weights hold %u %s, shape needs %zu",
+                         layer_name(layer), what, have, half ? "fp16 values" : "floats", want);
   }
   return Status::ok();
 }
@@ -515,6 +528,12 @@ Status Model::load(const void* data, size_t size, Model* out) {
         model.end_mask_[t >> 6] |= uint64_t{1} << (t & 63);
       }
     }
+    if (vocab->token_labels() != nullptr && vocab->token_labels()->size() != 0 &&
+        vocab->token_labels()->size() != static_cast<uint32_t>(model.token_count_)) {
+      return Status::error(StatusCode::kCorruptModel,
+                           "vocabulary has %u token labels for %d tokens",
+                           vocab->token_labels()->size(), model.token_count_);
+    }
     if (vocab->parameters() == nullptr || vocab->parameters()->size() == 0 ||
         vocab->parameters()->size() > static_cast<uint32_t>(kMaxParameters)) {
       return Status::error(StatusCode::kCorruptModel,
@@ -640,6 +659,11 @@ Status Model::load(const void* data, size_t size, Model* out) {
   }
   *out = model;
   return Status::ok();
+}
+
+const char* Model::token_label(int token) const {
+  const auto* labels = root_->vocabulary()->token_labels();
+  return (labels != nullptr && labels->size() > 0) ? labels->Get(token)->c_str() : nullptr;
 }
 
 const char* Model::parameter_name(int position) const {

@@ -6,12 +6,20 @@
 // matrix becomes ceil(cols / kPanelWidth) panels, each [rows][kPanelWidth] contiguous (the last
 // zero-padded). One panel is two 8-float vectors; a product keeps several panels and rows in
 // registers and streams the weights exactly once per block of rows.
+//
+// Product weights are `float` or `Half` (IEEE binary16 bit patterns, blobs compiled with
+// `--weights fp16`): the products are templates over the weight type, a Half weight is widened to
+// float when loaded (exactly), and the sums run in the same order either way.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 namespace tunecast::kernels {
 
@@ -65,11 +73,61 @@ constexpr int kRowPanels = 4;
 constexpr int kVecsPerPanel = kPanelWidth / static_cast<int>(sizeof(PanelVec) / sizeof(float));
 constexpr int kVecWidth = kPanelWidth / kVecsPerPanel;
 
+// --- weight types ------------------------------------------------------------------------------
+// A binary16 weight: half the bytes streamed per multiply-add where one-row products are bound by
+// cache bandwidth (greedy decoding).
+using Half = uint16_t;
+
+// Exact binary16 -> binary32 (F16C when the target has it; the portable path gives the same bits).
+TUNECAST_INLINE float half_to_float(Half h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    std::memcpy(&bits, &magnitude, sizeof bits);
+    bits |= sign;
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+TUNECAST_INLINE float weight_value(float w) { return w; }
+TUNECAST_INLINE float weight_value(Half w) { return half_to_float(w); }
+
+// One vector of kVecWidth consecutive weights, widened to float.
+TUNECAST_INLINE void load_weights(const float* w, PanelVec* out) {
+  *out = *reinterpret_cast<const PanelVecAlias*>(w);
+}
+TUNECAST_INLINE void load_weights(const Half* w, PanelVec* out) {
+#if defined(__AVX512F__)
+  // The maskz form with every lane set: _mm512_cvtph_ps trips GCC 12's -Wmaybe-uninitialized.
+  const __m512 v =
+      _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  std::memcpy(out, &v, sizeof v);
+#elif defined(__F16C__)
+  const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  std::memcpy(out, &v, sizeof v);
+#else
+  for (int i = 0; i < kVecWidth; ++i) (*out)[i] = half_to_float(w[i]);
+#endif
+}
+
 // Y[r][0..cols) = (accumulate ? Y : bias or 0) + X[r][0..depth) . W, for R rows and P panels.
 // Every output element is summed in the same order (bias, then k = 0, 1, ...) whatever R and P.
-template <int R, int P>
+template <int R, int P, typename W>
 TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_stride, size_t depth,
-                                  const float* TUNECAST_RESTRICT w, size_t panel_stride,
+                                  const W* TUNECAST_RESTRICT w, size_t panel_stride,
                                   const float* bias, float* TUNECAST_RESTRICT y, size_t y_stride,
                                   bool accumulate) {
   constexpr int H = kVecsPerPanel;
@@ -92,8 +150,7 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
     PanelVec wv[P][H];
     for (int p = 0; p < P; ++p) {
       for (int h = 0; h < H; ++h) {
-        wv[p][h] = *reinterpret_cast<const PanelVecAlias*>(w + p * panel_stride + k * kPanelWidth +
-                                                            h * kVecWidth);
+        load_weights(w + p * panel_stride + k * kPanelWidth + h * kVecWidth, &wv[p][h]);
       }
     }
     for (int r = 0; r < R; ++r) {
@@ -114,15 +171,15 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
 }
 
 // Rows [r0, r1) x panels [p0, p1) with blocks of R rows and P panels (remainders narrower).
-template <int R, int P>
+template <int R, int P, typename W>
 TUNECAST_INLINE void matmul_rows(const float* x, size_t x_stride, size_t r0, size_t r1,
-                                 size_t depth, const float* w, size_t p0, size_t p1,
+                                 size_t depth, const W* w, size_t p0, size_t p1,
                                  const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panel_stride = depth * kPanelWidth;
   auto block = [&](auto rows_c, auto panels_c, size_t r, size_t p) {
     constexpr int kR = decltype(rows_c)::value;
     constexpr int kP = decltype(panels_c)::value;
-    matmul_block<kR, kP>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
+    matmul_block<kR, kP, W>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
                          bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
                          y_stride, accumulate);
   };
@@ -146,7 +203,8 @@ TUNECAST_INLINE void matmul_rows(const float* x, size_t x_stride, size_t r0, siz
 // Y[rows][padded cols] (+)= X[rows][depth] . W_packed[depth][cols] (+ bias).
 // `y` rows are `y_stride` floats apart and must have room for the padded width
 // (ceil(cols / kPanelWidth) * kPanelWidth); `bias` must be padded likewise (or null).
-inline TUNECAST_OUT_OF_LINE void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const float* w,
+template <typename W>
+TUNECAST_OUT_OF_LINE void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const W* w,
                    size_t cols, const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
   if (rows >= static_cast<size_t>(kBatchRows)) {
@@ -161,8 +219,9 @@ inline TUNECAST_OUT_OF_LINE void matmul(const float* x, size_t x_stride, size_t 
 
 // Rows of x that are all zero add nothing: the product skips them (MIOpen's KTN input is a
 // diagonal matrix, so its first Dense layer touches one weight row per time step).
-inline TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_stride, size_t rows, size_t depth,
-                               const float* w, size_t cols, const float* bias, float* y,
+template <typename W>
+TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_stride, size_t rows, size_t depth,
+                               const W* w, size_t cols, const float* bias, float* y,
                                size_t y_stride) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
   const size_t padded = panels * kPanelWidth;
@@ -173,8 +232,8 @@ inline TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_str
       const float xk = x[r * x_stride + k];
       if (xk == 0.0f) continue;
       for (size_t p = 0; p < panels; ++p) {
-        const float* wk = w + p * depth * kPanelWidth + k * kPanelWidth;
-        for (int j = 0; j < kPanelWidth; ++j) yr[p * kPanelWidth + j] += xk * wk[j];
+        const W* wk = w + p * depth * kPanelWidth + k * kPanelWidth;
+        for (int j = 0; j < kPanelWidth; ++j) yr[p * kPanelWidth + j] += xk * weight_value(wk[j]);
       }
     }
   }

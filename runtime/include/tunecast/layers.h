@@ -2,6 +2,9 @@
 // stride a multiple of kernels::kPanelWidth): the only home of layer arithmetic. The blob
 // runtime's graph executor calls them with sizes read from the artifact, generated predictors
 // with compile-time constants, so the two give identical bits.
+//
+// Product weights (Dense, Conv1D and LSTM kernels, `W`) are float or kernels::Half; embedding and
+// token tables, biases and activations are always float.
 #pragma once
 
 #include <cstddef>
@@ -16,8 +19,9 @@ using kernels::Act;
 
 // Dense: y = act(x W + b). A mostly-zero input (MIOpen's diagonal KTN encoding) takes the
 // row-skipping path, decided exactly as the executor does.
-inline void dense(const float* x, size_t x_stride, size_t rows, size_t depth, const float* kernel,
-                  size_t units, const float* bias, Act act, float* y, size_t y_stride) {
+template <typename W>
+void dense(const float* x, size_t x_stride, size_t rows, size_t depth, const W* kernel,
+           size_t units, const float* bias, Act act, float* y, size_t y_stride) {
   size_t zeros = 0;
   if (rows * depth <= 4096) {
     for (size_t r = 0; r < rows; ++r) {
@@ -58,9 +62,10 @@ inline Status embedding(const char* name, const float* x, size_t x_stride, size_
 
 // LSTM input projection of every row into z ([rows][4 units], stride z_stride): x W + b, or with
 // `token_input` a gather of the (already projected) kernel row of token x[r][0], plus b.
-inline Status lstm_input(const char* name, bool token_input, const float* x, size_t x_stride,
-                         size_t rows, const float* kernel, size_t kernel_rows, size_t units,
-                         const float* bias, float* z, size_t z_stride) {
+template <typename W>
+Status lstm_input(const char* name, bool token_input, const float* x, size_t x_stride, size_t rows,
+                  const W* kernel, size_t kernel_rows, size_t units, const float* bias, float* z,
+                  size_t z_stride) {
   const size_t gates = 4 * units;
   if (token_input) {
     for (size_t r = 0; r < rows; ++r) {
@@ -69,9 +74,9 @@ inline Status lstm_input(const char* name, bool token_input, const float* x, siz
         return Status::error(StatusCode::kInvalidArgument, "lstm '%s': token index out of range",
                              name);
       }
-      const float* row = kernel + index * gates;
+      const W* row = kernel + index * gates;
       float* zr = z + r * z_stride;
-      for (size_t j = 0; j < gates; ++j) zr[j] = row[j] + (bias ? bias[j] : 0.0f);
+      for (size_t j = 0; j < gates; ++j) zr[j] = kernels::weight_value(row[j]) + (bias ? bias[j] : 0.0f);
     }
     return Status::ok();
   }
@@ -81,10 +86,11 @@ inline Status lstm_input(const char* name, bool token_input, const float* x, siz
 
 // One LSTM step for every row (a decoder step over the beams), from z = lstm_input(...).
 // h0/c0 null: zero initial state. Writes h, c and the sequence output (= h).
-inline void lstm_step(size_t rows, size_t units, const float* recurrent, const float* h0,
-                      size_t h0_stride, const float* c0, size_t c0_stride, Act gate_act,
-                      Act cell_act, float* z, size_t z_stride, float* h, size_t h_stride, float* c,
-                      size_t c_stride, float* seq, size_t seq_stride) {
+template <typename W>
+void lstm_step(size_t rows, size_t units, const W* recurrent, const float* h0, size_t h0_stride,
+               const float* c0, size_t c0_stride, Act gate_act, Act cell_act, float* z,
+               size_t z_stride, float* h, size_t h_stride, float* c, size_t c_stride, float* seq,
+               size_t seq_stride) {
   if (h0 != nullptr) {
     kernels::matmul(h0, h0_stride, rows, units, recurrent, 4 * units, nullptr, z, z_stride, true);
   }
@@ -103,10 +109,11 @@ inline void lstm_step(size_t rows, size_t units, const float* recurrent, const f
 
 // An LSTM over a sequence (rows are time steps, batch 1), from z = lstm_input(...). h and c are
 // single rows; `seq` receives every step's h (return_sequences) or the last one.
-inline void lstm_sequence(size_t steps, size_t units, const float* recurrent, const float* h0,
-                          const float* c0, Act gate_act, Act cell_act, bool reverse,
-                          bool return_sequences, float* z, size_t z_stride, float* h, float* c,
-                          float* seq, size_t seq_stride) {
+template <typename W>
+void lstm_sequence(size_t steps, size_t units, const W* recurrent, const float* h0,
+                   const float* c0, Act gate_act, Act cell_act, bool reverse,
+                   bool return_sequences, float* z, size_t z_stride, float* h, float* c,
+                   float* seq, size_t seq_stride) {
   const bool has_initial = h0 != nullptr;
   if (has_initial) {
     std::memcpy(h, h0, units * sizeof(float));
@@ -160,10 +167,10 @@ inline void concat(const float* const* xs, const size_t* cols, const size_t* str
 }
 
 // Conv1D over time via im2col in `temp` (out_rows x kernel_size * channels floats).
-inline void conv1d(const float* x, size_t x_stride, size_t in_rows, size_t channels,
-                   size_t kernel_size, bool padding_same, const float* kernel, size_t units,
-                   const float* bias, Act act, float* temp, float* y, size_t out_rows,
-                   size_t y_stride) {
+template <typename W>
+void conv1d(const float* x, size_t x_stride, size_t in_rows, size_t channels, size_t kernel_size,
+            bool padding_same, const W* kernel, size_t units, const float* bias, Act act,
+            float* temp, float* y, size_t out_rows, size_t y_stride) {
   const size_t pad_before = padding_same ? (kernel_size - 1) / 2 : 0;
   for (size_t t = 0; t < out_rows; ++t) {
     for (size_t tap = 0; tap < kernel_size; ++tap) {

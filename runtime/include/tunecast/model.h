@@ -31,6 +31,9 @@ constexpr int kMaxTokens = 4096;     // vocabulary size
 constexpr int kMaxConstraints = 512;
 constexpr int kMaxBeamWidth = 256;
 
+// Value of a symbolic vocabulary token t (one whose label is not a number): kSymbolicTokenBase - t.
+constexpr int64_t kSymbolicTokenBase = -1000;
+
 struct GraphInfo {
   const schema::Graph* graph = nullptr;
   uint32_t value_count = 0;
@@ -69,6 +72,8 @@ class Model {
     return (allowed_mask_[position][token >> 6] >> (token & 63)) & 1u;
   }
   const char* parameter_name(int position) const;
+  // Printable form of a token ("Default", "16"), or nullptr when the vocabulary has no labels.
+  const char* token_label(int token) const;
 
   // Constraints sorted by position: those checked at `position` are
   // constraint_order()[constraint_begin(position) .. constraint_begin(position + 1)).

@@ -10,13 +10,27 @@
 
 namespace tunecast::codegen {
 
+// How packed product weights (Dense, Conv1D, LSTM kernels) are stored. kFp16 halves the bytes a
+// one-row product streams; embedding and token tables and biases stay fp32 either way. Whether
+// fp16 weights predict the same is the caller's check (tunecast compile --weights fp16 does it).
+enum class WeightStorage { kFp32, kFp16 };
+
+struct BlobOptions {
+  WeightStorage weights = WeightStorage::kFp32;
+};
+
 // Serializes `model`, then loads the bytes with the runtime's verifier: a blob that comes out of
-// here is one the runtime accepts.
-Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob);
+// here is one the runtime accepts. With fp16 storage a weight beyond fp16's range is an error.
+Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob,
+                  const BlobOptions& options = {});
 
 // The serialization alone, without the runtime's verification: for tests and fuzz seeds that need
 // blobs the runtime must refuse (bad shapes, bad bytecode). Never for shipping models.
-void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob);
+void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob,
+                               const BlobOptions& options = {});
+
+// IEEE binary32 -> binary16 bit pattern, rounded to nearest (ties to even); overflow gives inf.
+uint16_t float_to_half(float value);
 
 // Packs a row-major [rows][cols] matrix into the runtime's panel layout.
 std::vector<float> pack_panels(const ir::Matrix& matrix);

@@ -96,6 +96,7 @@ struct Vocabulary {
   std::vector<uint16_t> end_tokens;
   std::vector<Parameter> parameters;
   EndPolicy end_policy = EndPolicy::FixedLength;
+  std::vector<std::string> token_labels;  // empty, or one per token (see the schema)
 };
 
 // Compiled bytecode (see constraint_vm.h for the instruction set).
