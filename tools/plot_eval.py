@@ -4,6 +4,7 @@
 usage: plot_eval.py EVAL.json OUT.png
 """
 import json
+import os
 import sys
 
 import matplotlib
@@ -33,7 +34,8 @@ def main():
     ax.set_ylim(0, 100)
     ax.grid(True, alpha=0.3)
     precisions = ",".join(result.get("precisions", []))
-    ax.set_title(f"{result.get('solver', '')} {precisions} ({result['n']} problems, split {result.get('split')})")
+    arch = os.path.basename(result.get("perfdb", "")).split("_")[0]
+    ax.set_title(f"{result.get('solver', '')} {arch} {precisions} ({result['n']} problems, split {result.get('split')})")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=120)

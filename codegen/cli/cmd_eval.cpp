@@ -168,6 +168,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
     for (PerfDbRow& r : all) {
       if (dtypes.count(r.problem.get(ProblemField::kDtype))) rows->push_back(std::move(r));
     }
+    // Training order is config order, as in tools/tunecast_train/data.py: baseline ties (first
+    // occurrence, nearest by training order) then break the same way in both.
+    std::stable_sort(rows->begin(), rows->end(), [](const PerfDbRow& a, const PerfDbRow& b) {
+      return a.config_id < b.config_id;
+    });
     return Status::ok();
   };
   std::vector<PerfDbRow> rows;
