@@ -69,17 +69,6 @@ size_t beam_search_bytes(const Model& model, int beam) {
   return bytes;
 }
 
-Status check_beam(const PredictOptions& options, int capacity) {
-  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
-    return Status::error(StatusCode::kInvalidArgument,
-                         "beam width %d is outside 1..%d", options.beam_width, kMaxBeamWidth);
-  }
-  if (capacity < 1) {
-    return Status::error(StatusCode::kInvalidArgument, "output capacity must be at least 1");
-  }
-  return Status::ok();
-}
-
 Status beam_search(const Model& model, const float* features, size_t feature_count,
                    const Problem* problem, const PredictOptions& options, void* scratch,
                    size_t scratch_size, Candidate* out, int capacity, PredictInfo* info) {
@@ -87,7 +76,7 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
     return Status::error(StatusCode::kInvalidArgument,
                          "model is not loaded or is not a sequence-to-sequence predictor");
   }
-  TUNECAST_RETURN_IF_ERROR(check_beam(options, capacity));
+  TUNECAST_RETURN_IF_ERROR(search::check_beam(options, capacity, kMaxBeamWidth));
   const int beam = options.beam_width;
   if (scratch_size < model.scratch_bytes(beam)) {
     return Status::error(StatusCode::kBufferTooSmall,
@@ -246,7 +235,7 @@ Status predict(const Model& model, const Problem& problem, const PredictOptions&
     return Status::error(StatusCode::kInvalidArgument,
                          "predict needs a sequence-to-sequence model with a feature encoding");
   }
-  TUNECAST_RETURN_IF_ERROR(check_beam(options, capacity));
+  TUNECAST_RETURN_IF_ERROR(search::check_beam(options, capacity, kMaxBeamWidth));
   if (scratch_size < model.scratch_bytes(options.beam_width)) {
     return Status::error(StatusCode::kBufferTooSmall,
                          "scratch holds %zu bytes, beam width %d needs %zu", scratch_size,
