@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""Compile several trained seq2seq models into ONE tunecast-ir graph pair (an ensemble).
+
+Every member must share the encoder input (same model.tce lines apart from the name comment) and the
+vocabulary. The merged encoder runs every member's encoder on the one `features` input and outputs
+all their states and contexts; the merged decoder feeds the one `prev_token` input to every member's
+decoder and combines their outputs with runtime layers only:
+
+  --combine prob  (default): Softmax per member -> Add; seq2seq.logits_are_probabilities = true, so
+                  the runtime scores log(sum_i p_i) = log(mean_i p_i) + log(M). log(M) is the same for
+                  every token at every step and every hypothesis decodes the same number of steps,
+                  so beam ranking equals the arithmetic mean of the members' distributions.
+  --combine logit: each member's output Dense is scaled by 1/M and the logits are Added; the runtime's
+                  log-softmax then gives the normalized geometric mean of the members' distributions.
+
+The runtime limits a graph to 16 inputs/outputs (runtime/include/tunecast/model.h kMaxGraphIo), 96
+values and 64 layers: three mlp members (4 states + 1 context each) fit.
+
+  /usr/bin/python3 tools/ensemble.py RUN1 RUN2 RUN3 --out DIR [--combine prob|logit] [--name NAME]
+writes DIR/model.tcir.json and DIR/model.tce (RUNi: folders holding model.tcir.json + model.tce).
+"""
+import argparse
+import base64
+import copy
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def load(run):
+    with open(os.path.join(run, "model.tcir.json")) as fh:
+        j = json.load(fh)
+    with open(os.path.join(run, "model.tce")) as fh:
+        tce = fh.read().splitlines()
+    return j, tce
+
+
+def scale_blob(blob, s):
+    a = np.frombuffer(base64.b64decode(blob), dtype="<f4") * np.float32(s)
+    return base64.b64encode(a.astype("<f4").tobytes()).decode("ascii")
+
+
+def scale_matrix(m, s):
+    m = dict(m)
+    m["data"] = scale_blob(m["data"], s)
+    return m
+
+
+def merge(members, combine, name):
+    M = len(members)
+    s0 = members[0]["seq2seq"]
+    if any(m["vocabulary"] != members[0]["vocabulary"] for m in members):
+        sys.exit("ensemble: members' vocabularies differ")
+    enc_i, dec_i = s0["encoder"], s0["decoder"]
+    for m in members:
+        s = m["seq2seq"]
+        if (s["encoder"], s["decoder"], s["token_input"], s["logits_output"], s["start_token"]) != \
+                (enc_i, dec_i, s0["token_input"], s0["logits_output"], s0["start_token"]):
+            sys.exit("ensemble: members' seq2seq layouts differ")
+        if s.get("logits_are_probabilities"):
+            sys.exit("ensemble: members must output logits")
+    ge = members[0]["graphs"][enc_i]
+    gd = members[0]["graphs"][dec_i]
+    if len(ge["inputs"]) != 1:
+        sys.exit("ensemble: encoders must have one input")
+    feat = ge["values"][ge["inputs"][0]]
+    tok_pos, log_pos = s0["token_input"], s0["logits_output"]
+    token = gd["values"][gd["inputs"][tok_pos]]
+
+    enc = {"name": "encoder", "batched": ge["batched"], "values": [dict(feat)], "inputs": [0], "outputs": [],
+           "layers": []}
+    dec = {"name": "decoder", "batched": gd["batched"], "values": [dict(token)], "inputs": [0], "outputs": [None],
+           "layers": []}
+    states, contexts, member_out = [], [], []
+    for i, m in enumerate(members):
+        e, d, s = m["graphs"][enc_i], m["graphs"][dec_i], m["seq2seq"]
+        if e["values"][e["inputs"][0]] != feat:
+            sys.exit("ensemble: members' encoder inputs differ")
+        # encoder: member values get new ids; its input is the shared `features`
+        emap = {e["inputs"][0]: 0}
+        for v, val in enumerate(e["values"]):
+            if v not in emap:
+                emap[v] = len(enc["values"])
+                enc["values"].append(dict(val, name=f"m{i}_{val['name']}"))
+        for layer in e["layers"]:
+            enc["layers"].append(dict(layer, name=f"m{i}_{layer['name']}", inputs=[emap[x] for x in layer["inputs"]],
+                                      outputs=[emap[x] for x in layer["outputs"]]))
+        eout = {}
+        for p, v in enumerate(e["outputs"]):
+            eout[p] = len(enc["outputs"])
+            enc["outputs"].append(emap[v])
+        # decoder: the token input is shared; the output Dense may be scaled
+        dmap = {d["inputs"][tok_pos]: 0}
+        for v, val in enumerate(d["values"]):
+            if v not in dmap:
+                dmap[v] = len(dec["values"])
+                dec["values"].append(dict(val, name=f"m{i}_{val['name']}"))
+        logits_v = d["outputs"][log_pos]
+        for layer in d["layers"]:
+            layer = dict(layer, name=f"m{i}_{layer['name']}", inputs=[dmap[x] for x in layer["inputs"]],
+                         outputs=[dmap[x] for x in layer["outputs"]])
+            if combine == "logit" and dmap[logits_v] in layer["outputs"]:
+                if layer["type"] != "Dense":
+                    sys.exit("ensemble: --combine logit needs a Dense output layer")
+                layer["kernel"] = scale_matrix(layer["kernel"], 1.0 / M)
+                if "bias" in layer:
+                    layer["bias"] = scale_blob(layer["bias"], 1.0 / M)
+            dec["layers"].append(layer)
+        din, dout = {}, {}
+        for p, v in enumerate(d["inputs"]):
+            if p != tok_pos:
+                din[p] = len(dec["inputs"])
+                dec["inputs"].append(dmap[v])
+        for p, v in enumerate(d["outputs"]):
+            if p != log_pos:
+                dout[p] = len(dec["outputs"])
+                dec["outputs"].append(dmap[v])
+        for st in s["states"]:
+            states.append({"decoder_input": din[st["decoder_input"]], "encoder_output": eout[st["encoder_output"]],
+                           "decoder_output": dout[st["decoder_output"]]})
+        for c in s.get("contexts", []):
+            contexts.append({"decoder_input": din[c["decoder_input"]], "encoder_output": eout[c["encoder_output"]]})
+        lv = dmap[logits_v]
+        if combine == "prob":
+            pv = len(dec["values"])
+            dec["values"].append(dict(dec["values"][lv], name=f"m{i}_probs"))
+            dec["layers"].append({"type": "Softmax", "name": f"m{i}_softmax", "inputs": [lv], "outputs": [pv]})
+            member_out.append(pv)
+        else:
+            member_out.append(lv)
+    out_v = len(dec["values"])
+    dec["values"].append(dict(dec["values"][member_out[0]], name="probs" if combine == "prob" else "logits"))
+    dec["layers"].append({"type": "Add", "name": "ensemble_sum", "inputs": member_out, "outputs": [out_v]})
+    dec["outputs"][0] = out_v
+    graphs = [None, None]
+    graphs[enc_i], graphs[dec_i] = enc, dec
+    seq = {"encoder": enc_i, "decoder": dec_i, "token_input": 0, "logits_output": 0,
+           "start_token": s0["start_token"], "states": states, "contexts": contexts,
+           "logits_are_probabilities": combine == "prob"}
+    meta = copy.deepcopy(members[0]["metadata"])
+    meta["model"] = f"ensemble of {M} ({combine}): " + ", ".join(m["metadata"].get("model", "?") for m in members)
+    meta["members"] = ",".join(m["name"] for m in members)
+    meta["seed"] = ",".join(m["metadata"].get("seed", "?") for m in members)
+    meta["training_command"] = " ; ".join(m["metadata"].get("training_command", "") for m in members)
+    meta.pop("test_metrics", None)
+    return {"format": members[0]["format"], "version": members[0]["version"], "name": name, "metadata": meta,
+            "graphs": graphs, "seq2seq": seq, "vocabulary": members[0]["vocabulary"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--combine", choices=["prob", "logit"], default="prob")
+    ap.add_argument("--name")
+    args = ap.parse_args()
+    loaded = [load(r) for r in args.runs]
+    body = [ln for ln in loaded[0][1] if not ln.startswith("#")]
+    for r, (_, tce) in zip(args.runs, loaded):
+        if [ln for ln in tce if not ln.startswith("#")] != body:
+            sys.exit(f"ensemble: {r}/model.tce differs from {args.runs[0]}/model.tce")
+    name = args.name or "ensemble_" + "_".join(os.path.basename(os.path.normpath(r)) for r in args.runs)
+    j = merge([m for m, _ in loaded], args.combine, name)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "model.tcir.json")
+    with open(path, "w") as fh:
+        json.dump(j, fh, separators=(",", ":"))
+    with open(os.path.join(args.out, "model.tce"), "w") as fh:
+        fh.write("\n".join([f"# tunecast encoder input of {name}",
+                            f"# members: {', '.join(args.runs)} (identical encodings)"] + body) + "\n")
+    print(f"[ensemble] {len(loaded)} members, combine {args.combine}: {path} ({os.path.getsize(path) / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Ship an ensemble made by tools/ensemble.py into weights/<solver>/ with card.md and metrics.json.
+
+Numbers come from the runtime (`tunecast eval --json`, constrained beam search), one JSON per
+(arch, precision) and split, named eval_<split>_<arch db>_<precision>.json in --evals.
+
+  /usr/bin/python3 tools/ship_ensemble.py --ensemble DIR --runs RUN1 RUN2 RUN3 --evals DIR \\
+      --dest weights/ConvAsm1x1U --combine prob --why "..."
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+
+KS = ["1", "10", "30", "50", "100"]
+
+
+def load_evals(d, split):
+    out = {}
+    for f in sorted(glob.glob(os.path.join(d, f"eval_{split}_*.json"))):
+        g = os.path.basename(f)[len(f"eval_{split}_"):-5]
+        out[g] = json.load(open(f))
+    return out
+
+
+def table(ev):
+    lines = [f"{'group':26s} {'n':>5s} " + " ".join(f"{'p@' + k:>6s}" for k in KS) + "  invalid"]
+    for g, j in ev.items():
+        rows = [("tunecast", j["perfect"]), ("most-frequent", j["baselines"]["most_frequent"]["perfect"]),
+                ("nearest", j["baselines"]["nearest"]["perfect"])]
+        for name, p in rows:
+            inv = f"  {j['invalid_rate']:.3f}" if name == "tunecast" else ""
+            lines.append(f"{g + ' ' + name:26s} {j['n']:5d} " + " ".join(f"{p[k]:6.1f}" for k in KS) + inv)
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ensemble", required=True)
+    ap.add_argument("--runs", nargs="+", required=True)
+    ap.add_argument("--evals", required=True)
+    ap.add_argument("--dest", required=True)
+    ap.add_argument("--combine", default="prob")
+    ap.add_argument("--why", default="")
+    args = ap.parse_args()
+    ms = [json.load(open(os.path.join(r, "metrics.json"))) for r in args.runs]
+    os.makedirs(args.dest, exist_ok=True)
+    for f in ("model.tcir.json", "model.tce"):
+        shutil.copy(os.path.join(args.ensemble, f), os.path.join(args.dest, f))
+    val, test = load_evals(args.evals, "val"), load_evals(args.evals, "test")
+    m0, a = ms[0], ms[0]["args"]
+    size = os.path.getsize(os.path.join(args.dest, "model.tcir.json")) / 1e6
+    nparams = sum(m["parameters"] for m in ms)
+    cmds = "\n".join(f"  `{m['command']}`\n" for m in ms)
+    members = ", ".join(f"{m['name']} (seed {m['args']['seed']}, label smoothing {m['args']['label_smoothing']})"
+                        for m in ms)
+    card = f"""# {m0['solver']} — ensemble of {len(ms)} mlp decoders in one graph
+
+Predicts {m0['solver']}'s tuning vector for gfx900 and gfx906, FP32 and FP16, forward/backward as the
+kernel supports; arch, precision and direction are encoder inputs of one model.
+
+- Data: MIOpen perf DBs gfx900_56.db, gfx906_60.db (commit 2d1fd997), solver {m0['solver']},
+  training precisions {', '.join(a.get('train_precision') or a['precision'])};
+  rows train {m0['rows']['train']} / val {m0['rows']['val']} / test {m0['rows']['test']} (training on train only).
+- Split: sha256('{a['split_seed']}:<descriptor>') mod 1000, <800 train, <900 val, else test; the descriptor
+  is every config column but id (docs/training.md). Same problem, same split on every arch.
+- Architecture: {len(ms)} members compiled into ONE encoder graph and ONE decoder graph by
+  `tools/ensemble.py --combine {args.combine}`. Each member is our mlp model (units {a['units']}, hidden
+  {a['hidden']}, emb {a['emb']}): the problem as one feature row -> Dense(ReLU) x 2 -> Dense heads for the
+  initial states of a 2-layer LSTM decoder and a problem vector read at every step (one-row Attention =
+  exact broadcast) -> Dense(ReLU) -> Dense(vocabulary). The decoder applies Softmax to each member's
+  logits and Adds them; `seq2seq.logits_are_probabilities` is true, so the runtime scores
+  log(sum p_i) = log(mean p_i) + log {len(ms)} (a constant per step: same ranking as the mean).
+  Members: {members}. {nparams} parameters, model.tcir.json {size:.1f} MB.
+  Encoder input: model.tce (identical in every member). Vocabulary: position-segmented, token 0 = end,
+  EndTokenAfterLast.
+- Training (each member): teacher forcing, cross-entropy over the whole vocabulary with label smoothing
+  spread over the current position's tokens, AdamW lr {a['lr']} wd {a['wd']}, batch {a['batch']}, cosine
+  schedule, dropout {a['dropout']}, {a['epochs']} epochs; checkpoint chosen on validation (mean over groups of
+  perfect@1 + perfect@10, beam 10). About {max(m['train_seconds'] for m in ms):.0f} s each on one H200
+  (16 runs at once, tools/sweeps/fourth.txt).
+- Selection: {args.why}.
+- Exact commands (repo root; data from `tools/dataset.py --precision FP32 FP16 BF16 --out .device/data`;
+  the sweep ran them as `python3 tools/sweep.py tools/sweeps/fourth.txt --data .device/data --out OUT --jobs 16`):
+
+{cmds}
+  then `/usr/bin/python3 tools/ensemble.py {' '.join(args.runs)} --combine {args.combine} --out ENS` and
+  `tunecast compile ENS/model.tcir.json --rules weights/rules/{m0['solver']}.tcr --encoding ENS/model.tce -o {m0['solver']}.tcm`.
+
+## Test split (our 10 %), runtime `tunecast eval --split test` (constrained beam search, width k)
+
+```
+{table(test)}
+```
+
+## Validation split (selection), runtime `tunecast eval --split val`
+
+```
+{table(val)}
+```
+perfect@k: % of problems whose tuned vector is among the k beams; invalid: share of returned candidates
+that violate weights/rules/{m0['solver']}.tcr (the runtime masks them during the search).
+"""
+    with open(os.path.join(args.dest, "card.md"), "w") as f:
+        f.write(card)
+    strip = lambda ev: {g: {"n": j["n"], "perfect": j["perfect"], "invalid_rate": j["invalid_rate"],  # noqa: E731
+                            "baselines": {b: j["baselines"][b]["perfect"] for b in ("most_frequent", "nearest")}}
+                        for g, j in ev.items()}
+    metrics = {"name": os.path.basename(os.path.normpath(args.dest)), "solver": m0["solver"],
+               "model": f"ensemble({args.combine}) of {len(ms)} mlp", "members": [m["name"] for m in ms],
+               "commands": [m["command"] for m in ms], "parameters": nparams, "rows": m0["rows"],
+               "source": "tunecast eval (runtime, constrained)", "test": strip(test), "val": strip(val),
+               "members_python_val": {m["name"]: m["val"] for m in ms}}
+    with open(os.path.join(args.dest, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+    print(f"[ship_ensemble] {args.ensemble} -> {args.dest} ({size:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()
