@@ -245,17 +245,22 @@ void hold_bytes(Subject* s, const void* data, size_t size) {
   s->size = size;
 }
 
-Status import_ktn_subject(const std::string& data_dir, Subject* s) {
+// The KTN compiled with `weights` storage; only the fp32 subject keeps its IR (the libtorch peer
+// and the goals table are fp32 figures).
+Status import_ktn_subject(const std::string& data_dir, codegen::WeightStorage weights, Subject* s) {
   const std::string prefix = data_dir + "/miopen/models/gfx908_ConvAsm1x1U";
   TUNECAST_RETURN_IF_ERROR(keras::import_ktn(prefix, &s->ir));
   TUNECAST_RETURN_IF_ERROR(codegen::attach_rules(&s->ir, TUNECAST_SOURCE_DIR "/weights/rules/ConvAsm1x1U.tcr",
                                                  TUNECAST_SOURCE_DIR "/weights/encodings/gfx908_ConvAsm1x1U.tce"));
   TUNECAST_RETURN_IF_ERROR(check_ir(s->ir));
   std::vector<uint8_t> blob;
-  TUNECAST_RETURN_IF_ERROR(codegen::write_blob(s->ir, &blob));
+  codegen::BlobOptions options;
+  options.weights = weights;
+  TUNECAST_RETURN_IF_ERROR(codegen::write_blob(s->ir, &blob, options));
   hold_bytes(s, blob.data(), blob.size());
-  s->name = "gfx908_ConvAsm1x1U KTN (imported from " + prefix + ")";
-  s->have_ir = true;
+  const bool half = weights == codegen::WeightStorage::kFp16;
+  s->name = "gfx908_ConvAsm1x1U KTN" + std::string(half ? ", fp16 weights" : "") + " (imported from " + prefix + ")";
+  s->have_ir = !half;
   char path[] = "/tmp/tunecast_bench_XXXXXX";
   const int fd = mkstemp(path);
   if (fd >= 0) {
@@ -757,11 +762,14 @@ int main(int argc, char** argv) {
   std::vector<Subject> subjects;
   Failures failures;
   if (o.ktn) {
-    subjects.emplace_back();
-    Status st = import_ktn_subject(o.data_dir, &subjects.back());
-    if (!st) {
-      std::printf("\n(KTN skipped: %s)\n", st.message());
-      subjects.pop_back();
+    for (const auto weights : {codegen::WeightStorage::kFp32, codegen::WeightStorage::kFp16}) {
+      subjects.emplace_back();
+      Status st = import_ktn_subject(o.data_dir, weights, &subjects.back());
+      if (!st) {
+        std::printf("\n(KTN skipped: %s)\n", st.message());
+        subjects.pop_back();
+        break;
+      }
     }
   }
   std::vector<std::string> paths = o.models;

@@ -1,5 +1,6 @@
 # tunecast_add_predictor(TARGET MODEL [EMIT cpp|blob] [NAMESPACE ns] [NAME name] [RULES file.tcr]
-#                        [ENCODING file.tce] [MAX_BEAM k] [DIRECTION fwd|bwd|wrw])
+#                        [ENCODING file.tce] [MAX_BEAM k] [DIRECTION fwd|bwd|wrw]
+#                        [WEIGHTS fp32|fp16])
 #
 # Compiles MODEL at build time and adds the result to TARGET:
 #   EMIT cpp  (default) a generated predictor, struct ns::name (tunecast emit-cpp)
@@ -7,12 +8,13 @@
 #             (tunecast embed), for tunecast::Model::load
 # MODEL is a compiled blob (*.tcm), a trainer export (*.tcir.json) or a MIOpen Keras model (a KTN
 # prefix such as .../gfx908_ConvAsm1x1U, or *.tn.model); RULES and ENCODING are compiled into the
-# blob on the way. NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
+# blob on the way, WEIGHTS picks the storage of its product weights (compile --weights, checked
+# against fp32 on the Keras test vectors or synthetic inputs). NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
 # TARGET gets the generated folder on its include path (#include "name.h") and links tunecast::runtime.
 # Works in tunecast's own build (add_subdirectory) and against an installed package.
 
 function(tunecast_add_predictor TARGET MODEL)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "EMIT;NAMESPACE;NAME;RULES;ENCODING;MAX_BEAM;DIRECTION" "")
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "EMIT;NAMESPACE;NAME;RULES;ENCODING;MAX_BEAM;DIRECTION;WEIGHTS" "")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tunecast_add_predictor: unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -53,13 +55,16 @@ function(tunecast_add_predictor TARGET MODEL)
       list(APPEND rules_deps "${file}")
     endif()
   endforeach()
+  if(ARG_WEIGHTS)
+    list(APPEND rules_args --weights ${ARG_WEIGHTS})
+  endif()
   if(model MATCHES "\\.tcm$" AND NOT rules_args)
     set(blob "${model}")
   else()
     set(blob "${dir}/${ARG_NAME}.tcm")
     if(model MATCHES "\\.tcm$")
-      message(FATAL_ERROR "tunecast_add_predictor: ${MODEL} is already compiled; RULES and ENCODING "
-                          "apply to source models (*.tcir.json, Keras)")
+      message(FATAL_ERROR "tunecast_add_predictor: ${MODEL} is already compiled; RULES, ENCODING and "
+                          "WEIGHTS apply to source models (*.tcir.json, Keras)")
     elseif(model MATCHES "\\.tcir\\.json$")
       set(command compile "${model}")
       set(model_deps "${model}")

@@ -20,7 +20,7 @@ struct AlignedBlob {
 
   void assign(const std::vector<uint8_t>& blob) {
     bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (blob.size() + 63) / 64 * 64)));
-    std::memcpy(bytes.get(), blob.data(), blob.size());
+    if (!blob.empty()) std::memcpy(bytes.get(), blob.data(), blob.size());
     size = blob.size();
   }
 };
@@ -31,9 +31,10 @@ struct CompiledModel {
 };
 
 // Writes and loads `ir`; fails the current test with the status message otherwise.
-inline void compile_model(const tunecast::ir::Model& ir, CompiledModel* out) {
+inline void compile_model(const tunecast::ir::Model& ir, CompiledModel* out,
+                          const tunecast::codegen::BlobOptions& options = {}) {
   std::vector<uint8_t> bytes;
-  tunecast::Status status = tunecast::codegen::write_blob(ir, &bytes);
+  tunecast::Status status = tunecast::codegen::write_blob(ir, &bytes, options);
   REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   out->blob.assign(bytes);
   status = tunecast::Model::load(out->blob.bytes.get(), out->blob.size, &out->model);

@@ -72,7 +72,7 @@ Status check_samples(const Model& model, const Args& args, const std::vector<std
     for (size_t i = 0; i < take; ++i) {
       const PerfDbRow& r = *unique[i * unique.size() / take];
       codegen::CheckSample s;
-      s.name = "problem '" + codegen::descriptor_text(r.problem) + "' (perf DB row " + std::to_string(r.config_id) + ")";
+      s.name = "perf DB config " + std::to_string(r.config_id);
       s.problem = r.problem;
       samples->push_back(std::move(s));
     }
@@ -121,6 +121,14 @@ Status half_weights_blob(const ir::Model& model, const Args& args,
   TUNECAST_RETURN_IF_ERROR(codegen::compare_predictions(reference.model, half.model, samples, &result));
   std::printf("fp16 weights: %d of %d inputs predict differently from fp32 (greedy and beam 10; %s)\n",
               result.differing, result.checked, what.c_str());
+  if (result.differing > 0) {
+    const codegen::CheckSample& first = samples[static_cast<size_t>(result.first_index)];
+    char problem[512] = "";
+    if (first.problem) format_problem(*first.problem, problem, sizeof problem);
+    std::printf("fp16 weights: first difference: %s%s%s\n", result.first.c_str(),
+                first.problem ? "; problem " : "", problem);
+  }
+  std::fflush(stdout);
   if (result.differing > 0 && !args.has("force")) {
     return Status::error(StatusCode::kInvalidArgument,
                          "fp16 weights change the predictions on %d of %d inputs, first %s; keep "

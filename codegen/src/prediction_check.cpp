@@ -67,7 +67,8 @@ Status compare_predictions(const Model& reference, const Model& candidate,
       const Prediction a = run(reference, sample, beam, &scratch_a, &cands);
       const Prediction b = run(candidate, sample, beam, &scratch_b, &cands);
       if (a.code == b.code && a.sequences == b.sequences) continue;
-      if (out->first.empty()) {
+      if (out->first_index < 0) {
+        out->first_index = out->checked - 1;
         size_t same = 0;
         while (same < a.sequences.size() && same < b.sequences.size() &&
                a.sequences[same] == b.sequences[same]) {

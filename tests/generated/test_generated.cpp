@@ -182,12 +182,42 @@ void check_no_heap(const unsigned char* blob, size_t size) {
   }
 }
 
+// Beam widths outside 1..kMaxBeam (the generated Scratch's size) and 1..kMaxBeamWidth (the blob
+// runtime's) are refused with the same readable error, nothing written.
+template <typename Generated>
+void check_bad_beam(const unsigned char* blob, size_t size) {
+  Fixture<Generated> f(blob, size);
+  const Problem problem = make_problem("dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1");
+  Candidate out[1];
+  PredictInfo info;
+  PredictOptions options;
+  for (const int beam : {0, -1, Generated::kMaxBeam + 1}) {
+    CAPTURE(beam);
+    options.beam_width = beam;
+    const Status s = Generated::predict(problem, options, f.scratch.get(), out, 1, &info);
+    CHECK(s.code() == tunecast::StatusCode::kInvalidArgument);
+    CHECK(std::string(s.message()) == "beam width " + std::to_string(beam) + " is outside 1.." +
+                                          std::to_string(Generated::kMaxBeam));
+  }
+  for (const int beam : {0, tunecast::kMaxBeamWidth + 1}) {
+    options.beam_width = beam;
+    const Status s = tunecast::predict(f.model, problem, options, f.blob_scratch.data(),
+                                       f.blob_scratch.size(), out, 1, &info);
+    CHECK(s.code() == tunecast::StatusCode::kInvalidArgument);
+    CHECK(std::string(s.message()) == "beam width " + std::to_string(beam) + " is outside 1.." +
+                                          std::to_string(tunecast::kMaxBeamWidth));
+  }
+}
+
 #define TUNECAST_PARITY_TEST(name)                                                          \
   TEST_CASE("generated predictor " #name " predicts exactly as the blob runtime") {         \
     check_parity<parity::name>(#name, parity::name##_blob_data(), parity::name##_blob_size()); \
   }                                                                                          \
   TEST_CASE("generated predictor " #name " allocates nothing while predicting") {           \
     check_no_heap<parity::name>(parity::name##_blob_data(), parity::name##_blob_size());    \
+  }                                                                                          \
+  TEST_CASE("generated predictor " #name " refuses beam widths outside 1..kMaxBeam") {       \
+    check_bad_beam<parity::name>(parity::name##_blob_data(), parity::name##_blob_size());   \
   }
 TUNECAST_PARITY_MODELS(TUNECAST_PARITY_TEST)
 

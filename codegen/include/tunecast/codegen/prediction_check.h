@@ -22,7 +22,8 @@ struct CheckSample {
 struct PredictionComparison {
   int checked = 0;        // samples compared
   int differing = 0;      // samples whose predictions differ
-  std::string first;      // the first differing sample and what differed; empty if none
+  int first_index = -1;   // the first differing sample
+  std::string first;      // its name and what differed; empty if none
 };
 
 // Runs both models on every sample with each beam width (greedy and beam 10 by default) and
