@@ -29,11 +29,12 @@ Problem make_problem(const std::string& text) {
   return p;
 }
 
-// A grid over the fields MIOpen's 1x1 solvers read, then cases that make constraints fail by
-// division by zero or overflow.
+// A grid over the fields MIOpen's 1x1 solvers read (the shipped predictors also read the arch),
+// then cases that make constraints fail by division by zero or overflow.
 std::vector<Problem> problems() {
   std::vector<Problem> out;
-  for (const char* dir : {"F", "B"}) {
+  int index = 0;
+  for (const char* dir : {"F", "B", "W"}) {
     for (const char* dtype : {"FP32", "FP16"}) {
       for (int n : {1, 16, 128}) {
         for (int c : {3, 64, 512}) {
@@ -44,7 +45,7 @@ std::vector<Problem> problems() {
                     "dir=" + std::string(dir) + ",dtype=" + dtype + ",n=" + std::to_string(n) +
                     ",c=" + std::to_string(c) + ",k=" + std::to_string(k) + ",h=" + std::to_string(hw) +
                     ",w=" + std::to_string(hw) + ",y=1,x=1,u=" + std::to_string(stride) +
-                    ",v=" + std::to_string(stride)));
+                    ",v=" + std::to_string(stride) + (index++ % 2 ? ",arch=gfx906" : ",arch=gfx900")));
               }
             }
           }
@@ -161,7 +162,7 @@ template <typename Generated>
 void check_no_heap(const unsigned char* blob, size_t size) {
   Fixture<Generated> f(blob, size);
   static typename Generated::Scratch scratch;
-  const Problem problem = make_problem("dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1");
+  const Problem problem = make_problem("dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906");
   Candidate out[tunecast::kMaxBeamWidth];
   PredictInfo info;
   PredictOptions options;
@@ -187,7 +188,7 @@ void check_no_heap(const unsigned char* blob, size_t size) {
 template <typename Generated>
 void check_bad_beam(const unsigned char* blob, size_t size) {
   Fixture<Generated> f(blob, size);
-  const Problem problem = make_problem("dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1");
+  const Problem problem = make_problem("dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906");
   Candidate out[1];
   PredictInfo info;
   PredictOptions options;
