@@ -28,7 +28,10 @@ void must_verify(const ir::Program& program, int readable_params, const std::str
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace tunecast_fuzz {
+
+// One input; also linked into tunecast_tests (tests/test_regressions.cpp) without the entry point.
+int rules_one_input(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   rules::CompiledRules out;
   rules::CompileOptions options;
@@ -53,3 +56,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+
+}  // namespace tunecast_fuzz
+
+#ifndef TUNECAST_FUZZ_NO_ENTRY
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return tunecast_fuzz::rules_one_input(data, size);
+}
+#endif

@@ -10,7 +10,10 @@
 
 using namespace tunecast;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace tunecast_fuzz {
+
+// One input; also linked into tunecast_tests (tests/test_regressions.cpp) without the entry point.
+int vm_one_input(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const int readable = data[0] % (kMaxParameters + 1);
   const size_t constant_count = data[1] % 16;
@@ -37,3 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   vm::evaluate(view, problem, params.data(), &result);
   return 0;
 }
+
+}  // namespace tunecast_fuzz
+
+#ifndef TUNECAST_FUZZ_NO_ENTRY
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return tunecast_fuzz::vm_one_input(data, size);
+}
+#endif

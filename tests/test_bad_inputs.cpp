@@ -41,7 +41,8 @@ bool contains(const std::string& text, const std::string& part) {
   do {                                                                     \
     const ::tunecast::Status check_status_ = (status_expr);                \
     CHECK(check_status_.code() == (code_value));                           \
-    CHECK_MESSAGE(contains(check_status_.message(), text), check_status_.message()); \
+    CHECK_MESSAGE(contains(check_status_.message(), text),                 \
+                  (std::string(check_status_.message()) + " | expected: " + std::string(text))); \
   } while (0)
 
 std::vector<uint8_t> blob_of(const ir::Model& model) {
@@ -145,7 +146,7 @@ TEST_CASE("bad blob: wrong file identifier, misaligned or empty buffer") {
   CHECK_ERROR(load(bytes), StatusCode::kCorruptModel,
               "not a tunecast model: file identifier 'ONNX', expected 'TCMD'");
   std::memcpy(bytes.data() + 4, "\x01\x02\x03\x04", 4);
-  CHECK_ERROR(load(bytes), StatusCode::kCorruptModel, "file identifier '????'");
+  CHECK_ERROR(load(bytes), StatusCode::kCorruptModel, "file identifier '?\?\?\?'");
 
   Model model;
   CHECK_ERROR(Model::load(nullptr, 0, &model), StatusCode::kCorruptModel, "empty or truncated (0 bytes)");
@@ -263,7 +264,7 @@ TEST_CASE("bad blob: constraint bytecode that reads past its operands") {
   ir::Model m = tiny_with_rules();
   m.encoding->features[0].program = {{4, 0}, {}};
   CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
-              "encoding feature 0 'log2 n * c': reads parameter 0 but only positions 0..-1");
+              "encoding feature 0 'n * c': reads parameter 0 but only positions 0..-1");
 }
 
 // ---- NaN and Inf weights ------------------------------------------------------------------------
@@ -389,7 +390,7 @@ TEST_CASE("bad problems: unknown, repeated, malformed and missing fields") {
   huge.set(ProblemField::kN, int64_t{1} << 62);
   huge.set(ProblemField::kC, 8);
   CHECK_ERROR(predict(c.model, huge, PredictOptions(), scratch.data(), scratch.size(), out, 1, &info),
-              StatusCode::kInvalidArgument, "encoding feature 0 ('log2 n * c') cannot be computed");
+              StatusCode::kInvalidArgument, "encoding feature 0 ('n * c') cannot be computed");
 }
 
 TEST_CASE("a feature outside the training range: predict works and says so") {
@@ -598,7 +599,7 @@ TEST_CASE("CLI: a failing command leaves no output file behind and keeps an exis
   }
   const CliResult r = run_cli(dir, "compile " + dir.file("tiny.tcir.json") + " --rules " + dir.file("bad.tcr") +
                                        " -o " + dir.file("out.tcm"));
-  check_one_line_error(r, "bad.tcr:2:");
+  check_one_line_error(r, "bad.tcr:3:1: expected an expression, found end of file");
   CHECK_FALSE(std::filesystem::exists(dir.file("out.tcm")));
 }
 

@@ -73,6 +73,9 @@ Status verify(const ProgramView& program, int readable_params, const char* what)
                          size, kMaxCodeLength);
   if (program.constant_count > 0 && program.constants == nullptr)
     return Status::error(StatusCode::kCorruptModel, "%s: %u constants but no data", what, program.constant_count);
+  // The FlatBuffers verifier checks a vector's 4-byte length prefix only, not 8-byte elements.
+  if (program.constant_count > 0 && reinterpret_cast<uintptr_t>(program.constants) % alignof(int64_t) != 0)
+    return Status::error(StatusCode::kCorruptModel, "%s: constants are not 8-byte aligned in the blob", what);
 
   // depth_at[pc]: stack depth on entry to pc as recorded by a jump to it, kUnknownDepth if none yet.
   // Jumps only go forward, so one pass in code order sees every edge into pc before reaching pc.

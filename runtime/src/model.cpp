@@ -517,6 +517,11 @@ Status Model::load(const void* data, size_t size, Model* out) {
       return Status::error(StatusCode::kCorruptModel, "vocabulary has %u tokens (1 to %d allowed)",
                            vocab->token_values() ? vocab->token_values()->size() : 0, kMaxTokens);
     }
+    // The FlatBuffers verifier checks a vector's 4-byte length prefix only, not 8-byte elements.
+    if (reinterpret_cast<uintptr_t>(vocab->token_values()->data()) % alignof(int64_t) != 0) {
+      return Status::error(StatusCode::kCorruptModel,
+                           "vocabulary: token values are not 8-byte aligned in the blob");
+    }
     model.token_count_ = static_cast<int>(vocab->token_values()->size());
     if (vocab->end_tokens()) {
       for (uint16_t t : *vocab->end_tokens()) {
