@@ -11,6 +11,7 @@
 
 #include "test_data.h"
 #include "test_util.h"
+#include "tiny_models.h"
 #include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
@@ -27,75 +28,12 @@ using tunecast::Status;
 using tunecast::StatusCode;
 namespace ir = tunecast::ir;
 
-// A decoder whose next-token scores depend only on the previous token: logits = table[previous].
-// Tokens: 0 ends a sequence (and starts one), 1..3 mean values 10, 20, 30. Three positions.
+// tiny_seq2seq (tests/tiny_models.h): next-token scores depend only on the previous token.
 constexpr int kTokens = 4;
 constexpr int kPositions = 3;
-constexpr float kTransitions[kTokens][kTokens] = {
-    {-10.0f, 2.0f, 1.5f, 0.0f},   // from the start: 1 looks best...
-    {-10.0f, 0.1f, -3.0f, 0.0f},  // ...but after 1 nothing is likely,
-    {-10.0f, 5.0f, 0.5f, 0.0f},   // while after 2 the next token is almost sure.
-    {-10.0f, 0.3f, 0.2f, 0.1f},
-};
+const auto& kTransitions = tunecast_test::kTinyTransitions;
 
-ir::Model transition_model(tunecast::schema::EndPolicy policy) {
-  ir::Model m;
-  m.name = "transitions";
-  ir::Graph enc;  // a 2-wide "state" computed from one feature; the decoder passes it along
-  enc.name = "encoder";
-  const uint32_t x = enc.add_value("x", 1, 1);
-  const uint32_t s = enc.add_value("s", 1, 2);
-  ir::Layer dense;
-  dense.type = ir::LayerType::Dense;
-  dense.name = "state";
-  dense.inputs = {x};
-  dense.outputs = {s};
-  dense.units = 2;
-  dense.kernel = {1, 2, {1.0f, -1.0f}};
-  enc.layers.push_back(dense);
-  enc.inputs = {x};
-  enc.outputs = {s};
-
-  ir::Graph dec;
-  dec.name = "decoder";
-  dec.batched = true;
-  const uint32_t token = dec.add_value("token", 0, 1);
-  const uint32_t state = dec.add_value("state", 0, 2);
-  const uint32_t logits = dec.add_value("logits", 0, kTokens);
-  const uint32_t state_out = dec.add_value("state_out", 0, 2);
-  ir::Layer table;
-  table.type = ir::LayerType::Embedding;
-  table.name = "transitions";
-  table.inputs = {token};
-  table.outputs = {logits};
-  table.kernel.rows = kTokens;
-  table.kernel.cols = kTokens;
-  for (const auto& row : kTransitions) table.kernel.data.insert(table.kernel.data.end(), row, row + kTokens);
-  ir::Layer pass;
-  pass.type = ir::LayerType::Dense;
-  pass.name = "carry";
-  pass.inputs = {state};
-  pass.outputs = {state_out};
-  pass.units = 2;
-  pass.kernel = {2, 2, {1.0f, 0.0f, 0.0f, 1.0f}};
-  dec.layers = {table, pass};
-  dec.inputs = {token, state};
-  dec.outputs = {logits, state_out};
-  m.graphs = {enc, dec};
-
-  ir::Seq2Seq s2s;
-  s2s.encoder = 0;
-  s2s.decoder = 1;
-  s2s.token_input = 0;
-  s2s.logits_output = 0;
-  s2s.states = {{1, 0, 1}};
-  m.seq2seq = s2s;
-  m.vocabulary.token_values = {-1, 10, 20, 30};
-  m.vocabulary.end_tokens = {0};
-  m.vocabulary.parameters = {{"a", {}}, {"b", {}}, {"c", {}}};
-  m.vocabulary.end_policy = policy;
-  return m;
-}
+ir::Model transition_model(tunecast::schema::EndPolicy policy) { return tunecast_test::tiny_seq2seq(policy); }
 
 // Log-probabilities exactly as the runtime computes them.
 std::array<std::array<float, kTokens>, kTokens> transition_log_probs() {

@@ -12,6 +12,16 @@ namespace tunecast_test {
 
 namespace tiny_ir = tunecast::ir;
 
+// Next-token scores of tiny_seq2seq, row = previous token. From the start 1 looks best, but after
+// 1 nothing is likely while after 2 the next token is almost sure: greedy misses the best sequence
+// (tests/test_beam_search.cpp works the exact answers out from this table).
+inline constexpr float kTinyTransitions[4][4] = {
+    {-10.0f, 2.0f, 1.5f, 0.0f},
+    {-10.0f, 0.1f, -3.0f, 0.0f},
+    {-10.0f, 5.0f, 0.5f, 0.0f},
+    {-10.0f, 0.3f, 0.2f, 0.1f},
+};
+
 // A seq2seq model whose decoder scores depend only on the previous token (an Embedding lookup
 // table), with one Dense "state" the decoder carries along. Tokens: 0 ends (and starts), 1..3 mean
 // 10, 20, 30; three positions a, b, m. The encoder reads one feature x.
@@ -46,10 +56,9 @@ inline tiny_ir::Model tiny_seq2seq(tunecast::schema::EndPolicy policy = tunecast
   table.name = "transitions";
   table.inputs = {token};
   table.outputs = {logits};
-  table.kernel = {4, 4, {-10.0f, 2.0f, 1.5f, 0.0f,  //
-                         -10.0f, 0.1f, -3.0f, 0.0f,  //
-                         -10.0f, 5.0f, 0.5f, 0.0f,   //
-                         -10.0f, 0.3f, 0.2f, 0.1f}};
+  table.kernel.rows = 4;
+  table.kernel.cols = 4;
+  for (const auto& row : kTinyTransitions) table.kernel.data.insert(table.kernel.data.end(), row, row + 4);
   tiny_ir::Layer carry;
   carry.type = tiny_ir::LayerType::Dense;
   carry.name = "carry";
