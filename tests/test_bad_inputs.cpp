@@ -264,7 +264,7 @@ TEST_CASE("bad blob: constraint bytecode that reads past its operands") {
   ir::Model m = tiny_with_rules();
   m.encoding->features[0].program = {{4, 0}, {}};
   CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
-              "encoding feature 0 'n * c': reads parameter 0 but only positions 0..-1");
+              "encoding feature 0 'n * c': reads parameter 0, but no parameter is known here");
 }
 
 // ---- NaN and Inf weights ------------------------------------------------------------------------

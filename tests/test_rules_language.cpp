@@ -376,7 +376,7 @@ TEST_CASE("rules: the verifier rejects malicious bytecode with readable messages
   CHECK(verify_error({kLoadField, -1}).find("problem field -1 out of range") != std::string::npos);
   CHECK(verify_error({kLoadParam, 2}) == name + "reads parameter 2 but only positions 0..1 are known here (word 0)");
   CHECK(verify_error({kLoadParam, 0}, {}, 0) ==
-        name + "reads parameter 0 but only positions 0..-1 are known here (word 0)");
+        name + "reads parameter 0, but no parameter is known here (word 0)");
   CHECK(verify_error({kLoadParam, 0, kInSet, 2, 2}, {1, 4, 8}) ==
         name + "IN_SET constants [2, 4) out of range (3 constants) at word 2");
   CHECK(verify_error({kLoadParam, 0, kInSet, 0, -1}, {1}).find("IN_SET constants [0, -1) out of range") !=

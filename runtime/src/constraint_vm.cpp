@@ -126,10 +126,16 @@ Status verify(const ProgramView& program, int readable_params, const char* what)
                                what, operand[0], kProblemFieldCount, pc);
         break;
       case kLoadParam:
-        if (operand[0] < 0 || operand[0] >= readable_params)
+        if (operand[0] < 0 || operand[0] >= readable_params) {
+          if (readable_params == 0) {
+            return Status::error(StatusCode::kCorruptModel,
+                                 "%s: reads parameter %d, but no parameter is known here (word %u)", what,
+                                 operand[0], pc);
+          }
           return Status::error(StatusCode::kCorruptModel,
                                "%s: reads parameter %d but only positions 0..%d are known here (word %u)", what,
                                operand[0], readable_params - 1, pc);
+        }
         break;
       case kInSet: {
         const int64_t first = operand[0];
