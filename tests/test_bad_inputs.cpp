@@ -133,7 +133,7 @@ TEST_CASE("bad blob: every truncation fails cleanly, the buffer minus one byte f
     if (size < 8) {
       CHECK(contains(status.message(), "empty or truncated"));
     } else {
-      CHECK_MESSAGE(contains(status.message(), "failed FlatBuffers verification"), status.message());
+      CHECK_MESSAGE(contains(status.message(), "failed FlatBuffers verification"), std::string(status.message()));
     }
   }
   std::vector<uint8_t> minus_one(full.begin(), full.end() - 1);
@@ -293,8 +293,8 @@ TEST_CASE("NaN/Inf weights: refused at compile time, naming layer and index") {
   ir::Graph graph;
   const Status status = keras::import_graph(bad, "tiny.json", false, &graph);
   CHECK(status.code() == StatusCode::kInvalidArgument);
-  CHECK_MESSAGE(contains(status.message(), "dense"), status.message());
-  CHECK_MESSAGE(contains(status.message(), "NaN at index 2"), status.message());
+  CHECK_MESSAGE(contains(status.message(), "dense"), std::string(status.message()));
+  CHECK_MESSAGE(contains(status.message(), "NaN at index 2"), std::string(status.message()));
 }
 
 TEST_CASE("NaN weights that reach the runtime: loads (no per-weight work), predict says 'NaN scores'") {
@@ -404,7 +404,7 @@ TEST_CASE("a feature outside the training range: predict works and says so") {
   CHECK(info.out_of_range_fields == 0u);
   const Status status = predict(c.model, problem_of("dir=F,dtype=FP32,n=1000,c=4,k=30,h=7,w=7,y=1,x=1"),
                                 PredictOptions(), scratch.data(), scratch.size(), out, 1, &info);
-  CHECK_MESSAGE(status.is_ok(), status.message());
+  CHECK_MESSAGE(status.is_ok(), std::string(status.message()));
   CHECK(info.out_of_range_fields == (1u << static_cast<int>(ProblemField::kN)));
   CHECK(info.candidates == 1);
 }
@@ -640,10 +640,10 @@ TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
   write_text(dir.file("text.db"), std::string(4096, 'x'));
   const Status not_sqlite = PerfDb::open(dir.file("text.db"), &db);
   CHECK_FALSE(not_sqlite.is_ok());
-  CHECK_MESSAGE(contains(not_sqlite.message(), "text.db"), not_sqlite.message());
+  CHECK_MESSAGE(contains(not_sqlite.message(), "text.db"), std::string(not_sqlite.message()));
   const Status absent = PerfDb::open(dir.file("absent.db"), &db);
   CHECK(absent.code() == StatusCode::kNotFound);
-  CHECK_MESSAGE(contains(absent.message(), "absent.db"), absent.message());
+  CHECK_MESSAGE(contains(absent.message(), "absent.db"), std::string(absent.message()));
   CHECK_FALSE(db.is_open());
   // The CLI: one line, non-zero exit; opening an absent DB read-only does not create it.
   write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());

@@ -134,7 +134,7 @@ TEST_CASE("fp16 weights: a tiny model loads, runs close to fp32, and a bad size 
     Model model;
     const Status s = Model::load(blob.bytes.get(), blob.size, &model);
     CHECK(s.code() == tunecast::StatusCode::kCorruptModel);
-    CHECK_MESSAGE(std::string(s.message()).find("fp16 values, shape needs") != std::string::npos, s.message());
+    CHECK_MESSAGE(std::string(s.message()).find("fp16 values, shape needs") != std::string::npos, std::string(s.message()));
   }
 
   SUBCASE("a weight beyond fp16's range is refused by the compiler") {
@@ -143,7 +143,7 @@ TEST_CASE("fp16 weights: a tiny model loads, runs close to fp32, and a bad size 
     std::vector<uint8_t> bytes;
     const Status s = tunecast::codegen::write_blob(big, &bytes, fp16());
     CHECK(s.code() == tunecast::StatusCode::kInvalidArgument);
-    CHECK_MESSAGE(std::string(s.message()).find("does not fit fp16") != std::string::npos, s.message());
+    CHECK_MESSAGE(std::string(s.message()).find("does not fit fp16") != std::string::npos, std::string(s.message()));
   }
 }
 

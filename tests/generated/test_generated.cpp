@@ -92,7 +92,7 @@ struct Fixture {
 
   Fixture(const unsigned char* blob, size_t size) {
     const Status s = tunecast::Model::load(blob, size, &model);
-    REQUIRE_MESSAGE(s.is_ok(), s.message());
+    REQUIRE_MESSAGE(s.is_ok(), std::string(s.message()));
     blob_scratch.resize(model.scratch_bytes(Generated::kMaxBeam));
   }
 };
