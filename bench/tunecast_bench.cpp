@@ -109,11 +109,25 @@ struct Options {
   bool smoke = false;
   bool torch = true;
   bool ktn = true;
-  std::string problem = "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1";
+  std::string problem;  // --problem; empty: a typical problem of the model's solver (subject_problem)
   std::string data_dir;
   std::vector<std::string> models;
   double seconds = 0.4;  // time budget per figure (full mode)
 };
+
+// The problem a model is timed on: --problem, else a typical one for its solver (the KTN and the
+// 1x1 forward kernels share the first).
+std::string subject_problem(const Options& o, const Model& model) {
+  if (!o.problem.empty()) return o.problem;
+  const char* solver = model.metadata("solver");
+  const std::string name = solver ? solver : "";
+  if (name == "ConvAsmBwdWrW1x1") return "dir=W,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906";
+  if (name == "ConvAsmBwdWrW3x3") {
+    return "dir=W,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=3,x=3,pad_h=1,pad_w=1,arch=gfx906";
+  }
+  return "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906";
+}
+
 
 // --- timing -----------------------------------------------------------------------------------
 
@@ -430,7 +444,8 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
   }
 
   Problem problem;
-  status = parse_problem(o.problem, &problem);
+  const std::string problem_text = subject_problem(o, model);
+  status = parse_problem(problem_text, &problem);
   if (!status) {
     std::printf("  --problem: %s\n", status.message());
     failures->fail("bad problem");
@@ -562,7 +577,7 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
 
   long rss_start = 0, rss_peak = 0;
   for (int k : {1, 100}) {
-    if (probe_rss(s.blob_path, k, o.problem, &rss_start, &rss_peak)) {
+    if (probe_rss(s.blob_path, k, problem_text, &rss_start, &rss_peak)) {
       std::printf("  peak RSS, tunecast_min_predict beam %-3d: %.1f MB (%.1f MB at process start; "
                   "blob %.2f MB, scratch %.2f MB)\n",
                   k, rss_peak / 1024.0, rss_start / 1024.0, s.size / 1048576.0,
@@ -707,7 +722,8 @@ int usage() {
       "                      [--seconds S] [MODEL.tcm ...]\n\n"
       "Times blob load, greedy and beam-search prediction (k = 1, 10, 30, 100, 128), decoder steps,\n"
       "memory and heap use of the runtime on MIOpen's gfx908 ConvAsm1x1U KTN (imported from DIR,\n"
-      "default $TUNECAST_DATA_DIR or the checkout's ../shared/data), on every weights/**/*.tcm and\n"
+      "default $TUNECAST_DATA_DIR or the checkout's ../shared/data), on every shipped predictor this\n"
+      "build compiled (build/weights/*.tcm) and\n"
       "on each MODEL.tcm given; compares with this core's FMA floor and libtorch (one thread).\n"
       "--smoke runs each figure once (CI): exit status 1 if predict touches the heap or anything\n"
       "fails, never because of a time.\n");
@@ -774,14 +790,15 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> paths = o.models;
   std::error_code error;
-  const std::filesystem::path weights = TUNECAST_SOURCE_DIR "/weights";
+  // The shipped predictors as this build compiled them (weights/CMakeLists.txt).
+  const std::filesystem::path weights = TUNECAST_WEIGHTS_DIR;
   if (o.models.empty() && std::filesystem::is_directory(weights, error)) {
     std::vector<std::string> shipped;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(weights, error)) {
       if (entry.is_regular_file() && entry.path().extension() == ".tcm") shipped.push_back(entry.path().string());
     }
     std::sort(shipped.begin(), shipped.end());
-    if (shipped.empty()) std::printf("(no compiled predictors under weights/**/*.tcm)\n");
+    if (shipped.empty()) std::printf("(no compiled predictors under %s)\n", TUNECAST_WEIGHTS_DIR);
     paths.insert(paths.end(), shipped.begin(), shipped.end());
   }
   for (const std::string& path : paths) {
