@@ -23,18 +23,23 @@ size_t padded(size_t cols) {
   return (cols + kernels::kPanelWidth - 1) / kernels::kPanelWidth * kernels::kPanelWidth;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-std::string format(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
+std::string vformat(const char* fmt, va_list args) {
   va_list copy;
   va_copy(copy, args);
   const int n = std::vsnprintf(nullptr, 0, fmt, copy);
   va_end(copy);
   std::string out(static_cast<size_t>(n), '\0');
   std::vsnprintf(out.data(), out.size() + 1, fmt, args);
+  return out;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+std::string format(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string out = vformat(fmt, args);
   va_end(args);
   return out;
 }
@@ -414,14 +419,8 @@ class Writer {
   void line(const char* fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    va_list copy;
-    va_copy(copy, args);
-    const int n = std::vsnprintf(nullptr, 0, fmt, copy);
-    va_end(copy);
-    std::string text(static_cast<size_t>(n), '\0');
-    std::vsnprintf(text.data(), text.size() + 1, fmt, args);
+    out_ += vformat(fmt, args);
     va_end(args);
-    out_ += text;
     out_ += '\n';
   }
   void raw(const std::string& text) { out_ += text; }
