@@ -94,7 +94,10 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
     for (int b = 0; b < live; ++b) {
       float* scores = net.scores(b);
       if (net.logits_are_probabilities()) {
-        for (int t = 0; t < tokens; ++t) scores[t] = std::log(scores[t]);
+        // Normalized first: an ensemble's output is a sum of its members' distributions.
+        float sum = 0.0f;
+        for (int t = 0; t < tokens; ++t) sum += scores[t];
+        for (int t = 0; t < tokens; ++t) scores[t] = std::log(scores[t] / sum);
       } else {
         kernels::log_softmax(scores, static_cast<size_t>(tokens));
       }
