@@ -24,7 +24,8 @@ size_t align_bytes(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 using search::Expansion;
 using search::Hypothesis;
 
-// Carves the caller's scratch into typed regions.
+// Carves the caller's scratch into typed regions. With no memory (base null) it only counts the
+// bytes the same sequence of take() calls needs.
 class ScratchCursor {
  public:
   ScratchCursor(void* base, size_t size) : base_(static_cast<unsigned char*>(base)), size_(size) {
@@ -34,6 +35,10 @@ class ScratchCursor {
   template <typename T>
   T* take(size_t count) {
     const size_t bytes = align_bytes(count * sizeof(T));
+    if (base_ == nullptr) {
+      offset_ += bytes;
+      return nullptr;
+    }
     if (offset_ + bytes > size_) {
       overflow_ = true;
       return nullptr;
@@ -43,6 +48,7 @@ class ScratchCursor {
     return p;
   }
   bool overflow() const { return overflow_; }
+  size_t used() const { return offset_; }
 
   // Bytes a sequence of take() calls needs, including the worst initial misalignment.
   static size_t worst_case(size_t aligned_bytes) { return aligned_bytes + kAlign; }
@@ -54,24 +60,42 @@ class ScratchCursor {
   bool overflow_ = false;
 };
 
-size_t beam_search_bytes(const Model& model, int beam) {
+// The beam search's regions of the caller's scratch, in one place: scratch_bytes() sizes them by
+// carving from no memory, the predict entry points carve them for real.
+struct BeamScratch {
+  float* encoder = nullptr;   // the encoder graph's values (batch 1)
+  float* decoder = nullptr;   // the decoder graph's values for `beam` rows
+  float* features = nullptr;  // the encoder input encode_problem() writes
+  Hypothesis* hyps = nullptr;
+  Hypothesis* next_hyps = nullptr;
+  Expansion* top = nullptr;
+  int32_t* order = nullptr;
+};
+
+void carve_beam_scratch(const Model& model, int beam, ScratchCursor* cursor, BeamScratch* out) {
   const schema::Seq2Seq* s = model.root()->seq2seq();
   const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
   const GraphInfo& dec = model.graph(static_cast<int>(s->decoder()));
   const uint32_t enc_input = enc.graph->inputs()->Get(0);
-  size_t bytes = 0;
-  bytes += align_bytes(detail::graph_floats(enc, 1) * sizeof(float));
-  bytes += align_bytes(detail::graph_floats(dec, beam) * sizeof(float));
-  bytes += align_bytes(size_t{enc.value_rows[enc_input]} * enc.value_cols[enc_input] * sizeof(float));
-  bytes += 2 * align_bytes(size_t(beam) * sizeof(Hypothesis));
-  bytes += align_bytes(size_t(beam) * sizeof(Expansion));
-  bytes += align_bytes(size_t(model.token_count()) * sizeof(int32_t));
-  return bytes;
+  out->encoder = cursor->take<float>(detail::graph_floats(enc, 1));
+  out->decoder = cursor->take<float>(detail::graph_floats(dec, beam));
+  out->features = cursor->take<float>(size_t{enc.value_rows[enc_input]} * enc.value_cols[enc_input]);
+  out->hyps = cursor->take<Hypothesis>(beam);
+  out->next_hyps = cursor->take<Hypothesis>(beam);
+  out->top = cursor->take<Expansion>(beam);
+  out->order = cursor->take<int32_t>(model.token_count());
 }
 
-Status beam_search(const Model& model, const float* features, size_t feature_count,
-                   const Problem* problem, const PredictOptions& options, void* scratch,
-                   size_t scratch_size, Candidate* out, int capacity, PredictInfo* info) {
+size_t beam_search_bytes(const Model& model, int beam) {
+  ScratchCursor counter(nullptr, 0);
+  BeamScratch unused;
+  carve_beam_scratch(model, beam, &counter, &unused);
+  return counter.used();
+}
+
+// The checks both predict entry points make, then the carving.
+Status prepare_beam_search(const Model& model, const PredictOptions& options, int capacity,
+                           void* scratch, size_t scratch_size, BeamScratch* layout) {
   if (!model.loaded() || !model.is_seq2seq()) {
     return Status::error(StatusCode::kInvalidArgument,
                          "model is not loaded or is not a sequence-to-sequence predictor");
@@ -83,6 +107,18 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
                          "scratch holds %zu bytes, beam width %d needs %zu", scratch_size, beam,
                          model.scratch_bytes(beam));
   }
+  ScratchCursor cursor(scratch, scratch_size);
+  carve_beam_scratch(model, beam, &cursor, layout);
+  if (cursor.overflow()) {
+    return Status::error(StatusCode::kBufferTooSmall, "scratch buffer too small");
+  }
+  return Status::ok();
+}
+
+Status beam_search(const Model& model, const float* features, size_t feature_count,
+                   const Problem* problem, const PredictOptions& options,
+                   const BeamScratch& layout, Candidate* out, int capacity, PredictInfo* info) {
+  const int beam = options.beam_width;
   const schema::Seq2Seq* s = model.root()->seq2seq();
   const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
   const GraphInfo& dec = model.graph(static_cast<int>(s->decoder()));
@@ -95,27 +131,15 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
                          enc.value_rows[enc_input], input_cols, feature_count);
   }
 
-  ScratchCursor cursor(scratch, scratch_size);
-  float* enc_base = cursor.take<float>(detail::graph_floats(enc, 1));
-  float* dec_base = cursor.take<float>(detail::graph_floats(dec, beam));
-  cursor.take<float>(size_t{enc.value_rows[enc_input]} * input_cols);  // encode_problem's buffer
-  Hypothesis* hyps = cursor.take<Hypothesis>(beam);
-  Hypothesis* next_hyps = cursor.take<Hypothesis>(beam);
-  Expansion* top = cursor.take<Expansion>(beam);
-  int32_t* order = cursor.take<int32_t>(model.token_count());
-  if (cursor.overflow()) {
-    return Status::error(StatusCode::kBufferTooSmall, "scratch buffer too small");
-  }
-
   // Encoder.
   GraphArena enc_arena;
-  detail::bind_graph(enc, 1, enc_base, &enc_arena);
+  detail::bind_graph(enc, 1, layout.encoder, &enc_arena);
   detail::write_value(&enc_arena, enc_input, input_cols, features);
   TUNECAST_RETURN_IF_ERROR(detail::execute_graph(enc, &enc_arena));
 
   // Decoder inputs for the first step: one live beam.
   GraphArena dec_arena;
-  detail::bind_graph(dec, beam, dec_base, &dec_arena);
+  detail::bind_graph(dec, beam, layout.decoder, &dec_arena);
   const auto& dec_inputs = *dec.graph->inputs();
   const auto& enc_outputs = *enc.graph->outputs();
   auto set_live = [&](int live) {
@@ -147,7 +171,8 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
 
   detail::BlobNetwork network(model, dec, &dec_arena);
   return search::beam_search(network, problem, options,
-                             search::Workspace{hyps, next_hyps, top, order}, out, capacity, info);
+                             search::Workspace{layout.hyps, layout.next_hyps, layout.top, layout.order},
+                             out, capacity, info);
 }
 
 }  // namespace
@@ -235,32 +260,15 @@ Status predict(const Model& model, const Problem& problem, const PredictOptions&
     return Status::error(StatusCode::kInvalidArgument,
                          "predict needs a sequence-to-sequence model with a feature encoding");
   }
-  TUNECAST_RETURN_IF_ERROR(search::check_beam(options, capacity, kMaxBeamWidth));
-  if (scratch_size < model.scratch_bytes(options.beam_width)) {
-    return Status::error(StatusCode::kBufferTooSmall,
-                         "scratch holds %zu bytes, beam width %d needs %zu", scratch_size,
-                         options.beam_width, model.scratch_bytes(options.beam_width));
-  }
-  // The feature buffer is the third region of the beam-search layout (see beam_search).
-  const schema::Seq2Seq* s = model.root()->seq2seq();
-  const GraphInfo& enc = model.graph(static_cast<int>(s->encoder()));
-  const GraphInfo& dec = model.graph(static_cast<int>(s->decoder()));
-  ScratchCursor cursor(scratch, scratch_size);
-  cursor.take<float>(detail::graph_floats(enc, 1));
-  cursor.take<float>(detail::graph_floats(dec, options.beam_width));
+  BeamScratch layout;
+  TUNECAST_RETURN_IF_ERROR(
+      prepare_beam_search(model, options, capacity, scratch, scratch_size, &layout));
   const size_t feature_count =
       size_t{model.root()->encoding()->rows()} * model.root()->encoding()->cols();
-  float* features = cursor.take<float>(feature_count);
-  if (features == nullptr) {
-    return Status::error(StatusCode::kBufferTooSmall, "scratch buffer too small");
-  }
   TUNECAST_RETURN_IF_ERROR(
-      encode_problem(model, problem, features, feature_count, &info->out_of_range_fields));
-  const uint32_t keep_flags = info->out_of_range_fields;
-  Status status = beam_search(model, features, feature_count, &problem, options, scratch,
-                              scratch_size, out, capacity, info);
-  info->out_of_range_fields = keep_flags;
-  return status;
+      encode_problem(model, problem, layout.features, feature_count, &info->out_of_range_fields));
+  return beam_search(model, layout.features, feature_count, &problem, options, layout, out,
+                     capacity, info);
 }
 
 Status predict_from_features(const Model& model, const float* features, size_t feature_count,
@@ -269,8 +277,10 @@ Status predict_from_features(const Model& model, const float* features, size_t f
   PredictInfo local;
   if (info == nullptr) info = &local;
   *info = PredictInfo();
-  return beam_search(model, features, feature_count, problem, options, scratch, scratch_size, out,
-                     capacity, info);
+  BeamScratch layout;
+  TUNECAST_RETURN_IF_ERROR(
+      prepare_beam_search(model, options, capacity, scratch, scratch_size, &layout));
+  return beam_search(model, features, feature_count, problem, options, layout, out, capacity, info);
 }
 
 Status run_graph(const Model& model, int graph_index, int batch, const float* const* inputs,
