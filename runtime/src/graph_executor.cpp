@@ -14,6 +14,15 @@ constexpr size_t kAlignFloats = 16;  // 64 bytes
 
 size_t align_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
+size_t value_rows(const GraphInfo& info, uint32_t v, int batch) {
+  return info.value_rows[v] ? info.value_rows[v] : static_cast<size_t>(batch);
+}
+
+// Floats value v occupies in the arena: its rows at the padded stride, 64-byte aligned.
+size_t value_floats(const GraphInfo& info, uint32_t v, int batch) {
+  return align_floats(value_rows(info, v, batch) * padded_cols(info.value_cols[v]));
+}
+
 Act to_act(schema::Activation a) { return static_cast<Act>(a); }
 
 const float* bias_of(const schema::Layer* layer) {
@@ -70,10 +79,7 @@ Status run_lstm(const schema::Layer* layer, bool batched, const K* kernel, const
 
 size_t graph_floats(const GraphInfo& info, int batch) {
   size_t total = 0;
-  for (uint32_t v = 0; v < info.value_count; ++v) {
-    const size_t rows = info.value_rows[v] ? info.value_rows[v] : static_cast<size_t>(batch);
-    total += align_floats(rows * padded_cols(info.value_cols[v]));
-  }
+  for (uint32_t v = 0; v < info.value_count; ++v) total += value_floats(info, v, batch);
   total += align_floats(info.temp_floats_fixed + info.temp_floats_per_row * batch);
   return total;
 }
@@ -82,10 +88,10 @@ void bind_graph(const GraphInfo& info, int batch, float* base, GraphArena* arena
   arena->batch = batch;
   size_t offset = 0;
   for (uint32_t v = 0; v < info.value_count; ++v) {
-    arena->rows[v] = info.value_rows[v] ? info.value_rows[v] : static_cast<size_t>(batch);
+    arena->rows[v] = value_rows(info, v, batch);
     arena->stride[v] = padded_cols(info.value_cols[v]);
     arena->value[v] = base + offset;
-    offset += align_floats(arena->rows[v] * arena->stride[v]);
+    offset += value_floats(info, v, batch);
   }
   arena->temp = base + offset;
 }
