@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "tunecast/codegen/file_io.h"
 #include "tunecast/model.h"
+#include "tunecast/predict.h"
 #include "tunecast/status.h"
 
 namespace tunecast::cli {
@@ -35,6 +37,19 @@ struct LoadedModel {
   Model model;
 };
 Status load_model_file(const std::string& path, LoadedModel* out);
+
+// One thread's prediction buffers, sized for beams up to the max_beam given to predict_in_parallel.
+struct PredictBuffers {
+  std::vector<unsigned char> scratch;
+  std::vector<Candidate> out;
+};
+
+// Runs work(i, buffers) for every i in [0, count) on `threads` threads sharing the read-only
+// model, each with its own buffers. `label` prefixes a progress line on stderr once a second
+// and a closing "N problems in S s (R problems/s)" line; quiet suppresses both.
+void predict_in_parallel(const Model& model, int max_beam, size_t count, int threads,
+                         const char* label, bool quiet,
+                         const std::function<void(size_t, PredictBuffers&)>& work);
 
 // Prints "tunecast: <message>" and returns the exit code for `status`.
 int fail(const Status& status);

@@ -1,4 +1,7 @@
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "cli.h"
 
@@ -80,6 +83,43 @@ Status load_model_file(const std::string& path, LoadedModel* out) {
   Status status = Model::load(out->file.data(), out->file.size(), &out->model);
   if (!status) return Status::error(status.code(), "%s: %s", path.c_str(), status.message());
   return Status::ok();
+}
+
+void predict_in_parallel(const Model& model, int max_beam, size_t count, int threads,
+                         const char* label, bool quiet,
+                         const std::function<void(size_t, PredictBuffers&)>& work) {
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  auto worker = [&] {
+    PredictBuffers buffers;
+    buffers.scratch.resize(model.scratch_bytes(max_beam));
+    buffers.out.resize(static_cast<size_t>(max_beam));
+    for (size_t i = next++; i < count; i = next++) {
+      work(i, buffers);
+      ++done;
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  auto last = start;
+  while (done < count) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto now = std::chrono::steady_clock::now();
+    if (!quiet && now - last >= std::chrono::seconds(1)) {
+      last = now;
+      const double seconds = std::chrono::duration<double>(now - start).count();
+      std::fprintf(stderr, "%s: %zu / %zu problems (%.0f problems/s)\n", label, done.load(), count,
+                   static_cast<double>(done.load()) / seconds);
+    }
+  }
+  for (std::thread& t : pool) t.join();
+  if (!quiet) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%s: %zu problems in %.2f s on %d threads (%.0f problems/s)\n", label,
+                 count, seconds, threads, static_cast<double>(count) / seconds);
+  }
 }
 
 int fail(const Status& status) {

@@ -1,8 +1,6 @@
 // eval: the paper's metrics, computed by the real runtime (constrained beam search) over every
 // problem of a solver in a perf DB, next to the trivial baselines.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -200,47 +198,34 @@ int cmd_eval(const std::vector<std::string>& argv) {
   // Runtime predictions, one beam search per k, problems spread over threads.
   const int max_k = *std::max_element(ks.begin(), ks.end());
   std::vector<ProblemResult> results(evaluated.size());
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> done{0};
-  const auto start = std::chrono::steady_clock::now();
-  auto worker = [&]() {
-    std::vector<unsigned char> scratch(model.scratch_bytes(max_k));
-    std::vector<Candidate> out(static_cast<size_t>(max_k));
-    for (size_t i = next++; i < evaluated.size(); i = next++) {
-      ProblemResult& r = results[i];
-      for (int k : ks) {
-        PredictOptions options;
-        options.beam_width = k;
-        options.use_model_constraints = !args.has("no-constraints");
-        PredictInfo info;
-        const Status s = predict(model, evaluated[i].problem, options, scratch.data(), scratch.size(),
-                                 out.data(), k, &info);
-        r.candidates.emplace_back();
-        if (!s && s.code() != StatusCode::kNoValidCandidate) {
-          r.failed = true;
-          r.error = s.message();
-          break;
-        }
-        r.removed += info.rejected_by_constraints;
-        for (int c = 0; c < info.candidates; ++c) {
-          r.candidates.back().emplace_back(out[c].values, out[c].values + out[c].length);
-          ++r.returned;
-          if (has_constraints && !check_candidate(model, evaluated[i].problem, out[c].values, out[c].length, nullptr)) {
-            ++r.invalid;
-          }
-        }
+  predict_in_parallel(model, max_k, evaluated.size(), threads, "eval", args.has("json"),
+                      [&](size_t i, PredictBuffers& buffers) {
+    ProblemResult& r = results[i];
+    for (int k : ks) {
+      PredictOptions options;
+      options.beam_width = k;
+      options.use_model_constraints = !args.has("no-constraints");
+      PredictInfo info;
+      const Candidate* out = buffers.out.data();
+      const Status s = predict(model, evaluated[i].problem, options, buffers.scratch.data(),
+                               buffers.scratch.size(), buffers.out.data(), k, &info);
+      r.candidates.emplace_back();
+      if (!s && s.code() != StatusCode::kNoValidCandidate) {
+        r.failed = true;
+        r.error = s.message();
+        return;
       }
-      const size_t finished = ++done;
-      if (!args.has("json") && (finished % 200 == 0 || finished == evaluated.size())) {
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        std::fprintf(stderr, "\reval: %zu/%zu problems (%.0f/s)", finished, evaluated.size(), finished / seconds);
-        if (finished == evaluated.size()) std::fprintf(stderr, "\n");
+      r.removed += info.rejected_by_constraints;
+      for (int c = 0; c < info.candidates; ++c) {
+        r.candidates.back().emplace_back(out[c].values, out[c].values + out[c].length);
+        ++r.returned;
+        if (has_constraints &&
+            !check_candidate(model, evaluated[i].problem, out[c].values, out[c].length, nullptr)) {
+          ++r.invalid;
+        }
       }
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (std::thread& t : pool) t.join();
+  });
   for (const ProblemResult& r : results) {
     if (r.failed) return fail(Status::error(StatusCode::kInvalidArgument, "prediction failed: %s", r.error.c_str()));
   }

@@ -4,8 +4,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -57,42 +55,18 @@ Status read_problems(const std::string& path, std::vector<Row>* rows) {
   return Status::ok();
 }
 
-// Predicts every row on `threads` threads; progress on stderr once a second for long runs.
+// Predicts every row on `threads` threads, with progress on stderr.
 void predict_all(const Model& model, const PredictOptions& options, int threads,
                  std::vector<Row>* rows) {
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> done{0};
-  auto work = [&] {
-    std::vector<unsigned char> scratch(model.scratch_bytes(options.beam_width));
-    std::vector<Candidate> out(options.beam_width);
-    for (size_t i = next++; i < rows->size(); i = next++) {
-      Row& row = (*rows)[i];
-      PredictInfo info;
-      row.status = predict(model, row.problem, options, scratch.data(), scratch.size(), out.data(),
-                           options.beam_width, &info);
-      if (row.status) row.best = out[0];
-      ++done;
-    }
-  };
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-  auto last = start;
-  while (done < rows->size()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last >= std::chrono::seconds(1)) {
-      last = now;
-      const double seconds = std::chrono::duration<double>(now - start).count();
-      std::fprintf(stderr, "table: %zu / %zu problems (%.0f problems/s)\n", done.load(),
-                   rows->size(), static_cast<double>(done.load()) / seconds);
-    }
-  }
-  for (std::thread& t : pool) t.join();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "table: %zu problems in %.2f s on %d threads (%.0f problems/s)\n",
-               rows->size(), seconds, threads, static_cast<double>(rows->size()) / seconds);
+  predict_in_parallel(model, options.beam_width, rows->size(), threads, "table", false,
+                      [&](size_t i, PredictBuffers& buffers) {
+                        Row& row = (*rows)[i];
+                        PredictInfo info;
+                        row.status = predict(model, row.problem, options, buffers.scratch.data(),
+                                             buffers.scratch.size(), buffers.out.data(),
+                                             options.beam_width, &info);
+                        if (row.status) row.best = buffers.out[0];
+                      });
 }
 
 std::string values_text(const Candidate& c) {
