@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/blob_writer.h"
-#include "tunecast/codegen/dataset_split.h"
 #include "tunecast/codegen/ir_check.h"
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
@@ -66,7 +65,7 @@ Status check_samples(const Model& model, const Args& args, const std::vector<std
     std::set<std::string> seen;
     std::vector<const PerfDbRow*> unique;
     for (const PerfDbRow& r : rows) {
-      if (seen.insert(codegen::descriptor_text(r.problem)).second) unique.push_back(&r);
+      if (seen.insert(perf_db_descriptor(r.problem)).second) unique.push_back(&r);
     }
     const size_t take = limit > 0 ? std::min(unique.size(), static_cast<size_t>(limit)) : unique.size();
     for (size_t i = 0; i < take; ++i) {

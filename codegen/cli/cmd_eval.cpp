@@ -186,7 +186,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
                                 static_cast<long long>(r.config_id), r.params.size(),
                                 model.parameter_count()));
     }
-    evaluated_descriptors.insert(codegen::descriptor_text(r.problem));
+    evaluated_descriptors.insert(perf_db_descriptor(r.problem));
     evaluated.push_back(r);
     if (limit > 0 && static_cast<int>(evaluated.size()) >= limit) break;
   }
@@ -266,7 +266,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
     std::vector<ParamVector> train_params;
     for (const PerfDbRow& r : source) {
       if (codegen::split_of(r.problem, seed) != codegen::Split::kTrain) continue;
-      if (evaluated_descriptors.count(codegen::descriptor_text(r.problem))) continue;
+      if (evaluated_descriptors.count(perf_db_descriptor(r.problem))) continue;
       train_problems.push_back(r.problem);
       train_params.push_back(r.params);
     }

@@ -1,5 +1,7 @@
 #include "tunecast/codegen/dataset_split.h"
 
+#include "tunecast/codegen/perfdb.h"
+
 #include <cstring>
 
 namespace tunecast::codegen {
@@ -64,42 +66,8 @@ std::array<uint8_t, 32> sha256(std::string_view data) {
   return digest;
 }
 
-std::string descriptor_text(const Problem& p) {
-  // perf-DB config columns (minus id) in table order, paired with our problem fields.
-  struct Column {
-    const char* name;
-    ProblemField field;
-  };
-  static constexpr Column kColumns[] = {
-      {"layout", ProblemField::kLayout},        {"data_type", ProblemField::kDtype},
-      {"direction", ProblemField::kDir},        {"spatial_dim", ProblemField::kSpatialDim},
-      {"in_channels", ProblemField::kC},        {"in_h", ProblemField::kH},
-      {"in_w", ProblemField::kW},               {"in_d", ProblemField::kD},
-      {"fil_h", ProblemField::kY},              {"fil_w", ProblemField::kX},
-      {"fil_d", ProblemField::kZ},              {"out_channels", ProblemField::kK},
-      {"batchsize", ProblemField::kN},          {"pad_h", ProblemField::kPadH},
-      {"pad_w", ProblemField::kPadW},           {"pad_d", ProblemField::kPadD},
-      {"conv_stride_h", ProblemField::kStrideH}, {"conv_stride_w", ProblemField::kStrideW},
-      {"conv_stride_d", ProblemField::kStrideD}, {"dilation_h", ProblemField::kDilH},
-      {"dilation_w", ProblemField::kDilW},      {"dilation_d", ProblemField::kDilD},
-      {"bias", ProblemField::kBias},            {"group_count", ProblemField::kG},
-  };
-  std::string text;
-  for (const Column& c : kColumns) {
-    if (!text.empty()) text += ';';
-    text += c.name;
-    text += '=';
-    const char* symbol = (c.field == ProblemField::kLayout || c.field == ProblemField::kDtype ||
-                          c.field == ProblemField::kDir)
-                             ? problem_symbol_name(c.field, p.get(c.field))
-                             : nullptr;
-    text += symbol ? std::string(symbol) : std::to_string(p.get(c.field));
-  }
-  return text;
-}
-
 Split split_of(const Problem& problem, int seed) {
-  const auto digest = sha256(std::to_string(seed) + ":" + descriptor_text(problem));
+  const auto digest = sha256(std::to_string(seed) + ":" + perf_db_descriptor(problem));
   uint64_t head = 0;
   for (int i = 0; i < 8; ++i) head = head << 8 | digest[i];
   const uint64_t bucket = head % 1000;

@@ -167,6 +167,24 @@ Status PerfDb::open(const std::string& path, PerfDb* db) {
   return Status::ok();
 }
 
+std::string perf_db_descriptor(const Problem& problem) {
+  std::string text;
+  auto add = [&](const char* column, const std::string& value) {
+    if (!text.empty()) text += ';';
+    text += column;
+    text += '=';
+    text += value;
+  };
+  for (const ColumnField& column : kEnumColumns) {
+    const char* symbol = problem_symbol_name(column.field, problem.get(column.field));
+    add(column.column, symbol ? symbol : std::to_string(problem.get(column.field)));
+  }
+  for (const ColumnField& column : kNumericColumns) {
+    add(column.column, std::to_string(problem.get(column.field)));
+  }
+  return text;
+}
+
 Status PerfDb::rows(std::string_view solver, const PerfDbFilter& filter, std::vector<PerfDbRow>* out) const {
   out->clear();
   if (db_ == nullptr) return Status::error(StatusCode::kInvalidArgument, "perf DB is not open");

@@ -1,7 +1,7 @@
 // The deterministic train/val/test split of tools/tunecast_train/data.py, in C++ so that
 // `tunecast eval` scores exactly the problems the trainer held out: sha256("<seed>:<descriptor>"),
-// first 8 bytes big-endian, mod 1000: < 800 train, < 900 val, else test. The descriptor is every
-// perf-DB config column but id, in table order, with the DB's spelling.
+// first 8 bytes big-endian, mod 1000: < 800 train, < 900 val, else test, where the descriptor is
+// perf_db_descriptor() (perfdb.h).
 #pragma once
 
 #include <array>
@@ -16,7 +16,6 @@ namespace tunecast::codegen {
 enum class Split { kTrain, kVal, kTest };
 
 std::array<uint8_t, 32> sha256(std::string_view data);
-std::string descriptor_text(const Problem& problem);
 Split split_of(const Problem& problem, int seed);
 const char* split_name(Split split);
 

@@ -69,4 +69,9 @@ Status read_perf_db(const std::string& path, std::string_view solver, const Perf
 // Parses a comma-separated list of integers ("4,16,8"); spaces around values are allowed.
 bool parse_param_list(std::string_view text, std::vector<int64_t>* values);
 
+// A problem as the perf DB spells its config row: every column but id, in table order
+// ("layout=NCHW;data_type=FP32;direction=F;spatial_dim=2;in_channels=64;..."). Independent of the
+// architecture and of row order: the trainer's split hashes it (dataset_split.h).
+std::string perf_db_descriptor(const Problem& problem);
+
 }  // namespace tunecast
