@@ -87,9 +87,8 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
   for (int position = 0; position < positions; ++position) {
     TUNECAST_RETURN_IF_ERROR(net.run_decoder());
 
-    // `top` is a binary heap of the best `chosen` expansions with the worst at top[0], so a
-    // candidate is compared with the current k-th best in O(1) and inserted in O(log k).
-    auto worse = [](const Expansion& a, const Expansion& b) { return better(a, b); };
+    // `top` holds the best `chosen` expansions as a heap ordered by `better`, which puts the worst
+    // at top[0]: a candidate meets the current k-th best in O(1) and enters in O(log k).
     int chosen = 0;
     for (int b = 0; b < live; ++b) {
       float* scores = net.scores(b);
@@ -140,15 +139,15 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
         }
         if (chosen < beam) {
           top[chosen++] = e;
-          std::push_heap(top, top + chosen, worse);
+          std::push_heap(top, top + chosen, better);
         } else {
-          std::pop_heap(top, top + chosen, worse);
+          std::pop_heap(top, top + chosen, better);
           top[chosen - 1] = e;
-          std::push_heap(top, top + chosen, worse);
+          std::push_heap(top, top + chosen, better);
         }
       }
     }
-    std::sort_heap(top, top + chosen, worse);  // best first
+    std::sort_heap(top, top + chosen, better);  // best first
 
     // Survivors become the next beams; their decoder states move into the decoder's inputs.
     int next_live = 0;
