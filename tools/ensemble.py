@@ -13,8 +13,8 @@ decoder and combines their outputs with runtime layers only:
   --combine logit: each member's output Dense is scaled by 1/M and the logits are Added; the runtime's
                   log-softmax then gives the normalized geometric mean of the members' distributions.
 
-The runtime limits a graph to 16 inputs/outputs (runtime/include/tunecast/model.h kMaxGraphIo), 96
-values and 64 layers: three mlp members (4 states + 1 context each) fit.
+The runtime limits a graph to 48 inputs/outputs (runtime/include/tunecast/model.h kMaxGraphIo), 192
+values and 128 layers: up to eight mlp members (4 states + 1 context each) fit.
 
   /usr/bin/python3 tools/ensemble.py RUN1 RUN2 RUN3 --out DIR [--combine prob|logit] [--name NAME]
 writes DIR/model.tcir.json and DIR/model.tce (RUNi: folders holding model.tcir.json + model.tce).

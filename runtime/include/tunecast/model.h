@@ -23,9 +23,9 @@ constexpr uint32_t kFormatVersion = 1;
 // Structural limits checked at load. They size the fixed tables of a Model, so a blob beyond them
 // is refused with a clear message rather than handled with heap memory.
 constexpr int kMaxGraphs = 4;
-constexpr int kMaxValues = 96;       // per graph
-constexpr int kMaxLayers = 64;       // per graph
-constexpr int kMaxGraphIo = 16;      // inputs or outputs per graph
+constexpr int kMaxValues = 192;      // per graph
+constexpr int kMaxLayers = 128;      // per graph
+constexpr int kMaxGraphIo = 48;      // inputs or outputs per graph (an 8-member mlp ensemble needs 41)
 constexpr int kMaxParameters = 16;   // tuning parameters per prediction
 constexpr int kMaxTokens = 4096;     // vocabulary size
 constexpr int kMaxConstraints = 512;
