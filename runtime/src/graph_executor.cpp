@@ -43,9 +43,9 @@ auto with_weights(const schema::Matrix* m, F&& f) {
   return f(m->data()->data());
 }
 
-template <typename K, typename R>
-Status run_lstm(const schema::Layer* layer, bool batched, const K* kernel, const R* recurrent,
-                GraphArena* a) {
+// Kernel and recurrent weights are each float or Half (token tables always float): the input
+// projection and the recurrence dispatch separately, two instantiations each rather than four.
+Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
   const auto& ins = *layer->inputs();
   const uint32_t x = ins[0];
   const uint32_t seq = layer->outputs()->Get(0);
@@ -54,24 +54,28 @@ Status run_lstm(const schema::Layer* layer, bool batched, const K* kernel, const
   const size_t units = layer->units();
   const size_t z_stride = padded_cols(4 * units);
   const bool initial = ins.size() == 3;
-  TUNECAST_RETURN_IF_ERROR(layers::lstm_input(name_of(layer), layer->token_input(), a->value[x],
-                                              a->stride[x], a->rows[x], kernel,
-                                              layer->kernel()->rows(), units, bias_of(layer),
-                                              a->temp, z_stride));
+  TUNECAST_RETURN_IF_ERROR(with_weights(layer->kernel(), [&](const auto* kernel) {
+    return layers::lstm_input(name_of(layer), layer->token_input(), a->value[x], a->stride[x],
+                              a->rows[x], kernel, layer->kernel()->rows(), units, bias_of(layer),
+                              a->temp, z_stride);
+  }));
   const Act gate_act = to_act(layer->recurrent_activation());
   const Act cell_act = to_act(layer->cell_activation());
-  if (batched) {
-    layers::lstm_step(a->rows[x], units, recurrent,
-                      initial ? a->value[ins[1]] : nullptr, initial ? a->stride[ins[1]] : 0,
-                      initial ? a->value[ins[2]] : nullptr, initial ? a->stride[ins[2]] : 0,
-                      gate_act, cell_act, a->temp, z_stride, a->value[h], a->stride[h],
-                      a->value[c], a->stride[c], a->value[seq], a->stride[seq]);
-  } else {
-    layers::lstm_sequence(a->rows[x], units, recurrent,
-                          initial ? a->value[ins[1]] : nullptr, initial ? a->value[ins[2]] : nullptr,
-                          gate_act, cell_act, layer->reverse(), layer->return_sequences(), a->temp,
-                          z_stride, a->value[h], a->value[c], a->value[seq], a->stride[seq]);
-  }
+  with_weights(layer->recurrent(), [&](const auto* recurrent) {
+    if (batched) {
+      layers::lstm_step(a->rows[x], units, recurrent,
+                        initial ? a->value[ins[1]] : nullptr, initial ? a->stride[ins[1]] : 0,
+                        initial ? a->value[ins[2]] : nullptr, initial ? a->stride[ins[2]] : 0,
+                        gate_act, cell_act, a->temp, z_stride, a->value[h], a->stride[h],
+                        a->value[c], a->stride[c], a->value[seq], a->stride[seq]);
+    } else {
+      layers::lstm_sequence(a->rows[x], units, recurrent,
+                            initial ? a->value[ins[1]] : nullptr,
+                            initial ? a->value[ins[2]] : nullptr, gate_act, cell_act,
+                            layer->reverse(), layer->return_sequences(), a->temp, z_stride,
+                            a->value[h], a->value[c], a->value[seq], a->stride[seq]);
+    }
+  });
   return Status::ok();
 }
 
@@ -129,12 +133,7 @@ Status execute_graph(const GraphInfo& info, GraphArena* a) {
             layer->kernel()->rows(), layer->kernel()->cols(), a->value[out], a->stride[out]));
         break;
       case LayerType::Lstm:
-        // Kernel and recurrent weights are each float or Half (token tables always float).
-        TUNECAST_RETURN_IF_ERROR(with_weights(layer->kernel(), [&](const auto* kernel) {
-          return with_weights(layer->recurrent(), [&](const auto* recurrent) {
-            return run_lstm(layer, info.batched, kernel, recurrent, a);
-          });
-        }));
+        TUNECAST_RETURN_IF_ERROR(run_lstm(layer, info.batched, a));
         break;
       case LayerType::Relu:
       case LayerType::Tanh:
@@ -149,13 +148,13 @@ Status execute_graph(const GraphInfo& info, GraphArena* a) {
         break;
       }
       case LayerType::Add: {
-        const float* xs[kMaxGraphIo];
+        const float* xs[kMaxGraphIo] = {};
         for (uint32_t i = 0; i < ins.size(); ++i) xs[i] = a->value[ins[i]];
         layers::add(xs, ins.size(), a->rows[out] * a->stride[out], a->value[out]);
         break;
       }
       case LayerType::Concat: {
-        const float* xs[kMaxGraphIo];
+        const float* xs[kMaxGraphIo] = {};
         size_t cols[kMaxGraphIo];
         size_t strides[kMaxGraphIo];
         for (uint32_t i = 0; i < ins.size(); ++i) {

@@ -36,6 +36,9 @@ constexpr size_t packed_size(size_t rows, size_t cols) {
 // goal); a call costs nothing next to the loop.
 #define TUNECAST_OUT_OF_LINE __attribute__((noinline))
 #define TUNECAST_RESTRICT __restrict__
+// Loops over a block's rows and panels unroll completely, so its accumulators live in registers
+// at -O2 too (the runtime library is built -O2 for its code size).
+#define TUNECAST_UNROLL _Pragma("GCC unroll 16")
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
 typedef float Vec16 __attribute__((vector_size(64), aligned(4)));
 typedef float Vec8Alias __attribute__((vector_size(32), aligned(4), may_alias));
@@ -132,8 +135,11 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
                                   bool accumulate) {
   constexpr int H = kVecsPerPanel;
   PanelVec acc[R][P][H];
+  TUNECAST_UNROLL
   for (int r = 0; r < R; ++r) {
+    TUNECAST_UNROLL
     for (int p = 0; p < P; ++p) {
+      TUNECAST_UNROLL
       for (int h = 0; h < H; ++h) {
         const size_t col = p * kPanelWidth + h * kVecWidth;
         if (accumulate) {
@@ -148,20 +154,28 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
   }
   for (size_t k = 0; k < depth; ++k) {
     PanelVec wv[P][H];
+    TUNECAST_UNROLL
     for (int p = 0; p < P; ++p) {
+      TUNECAST_UNROLL
       for (int h = 0; h < H; ++h) {
         load_weights(w + p * panel_stride + k * kPanelWidth + h * kVecWidth, &wv[p][h]);
       }
     }
+    TUNECAST_UNROLL
     for (int r = 0; r < R; ++r) {
       const float xk = x[r * x_stride + k];
+      TUNECAST_UNROLL
       for (int p = 0; p < P; ++p) {
+        TUNECAST_UNROLL
         for (int h = 0; h < H; ++h) acc[r][p][h] += xk * wv[p][h];
       }
     }
   }
+  TUNECAST_UNROLL
   for (int r = 0; r < R; ++r) {
+    TUNECAST_UNROLL
     for (int p = 0; p < P; ++p) {
+      TUNECAST_UNROLL
       for (int h = 0; h < H; ++h) {
         *reinterpret_cast<PanelVecAlias*>(y + r * y_stride + p * kPanelWidth + h * kVecWidth) =
             acc[r][p][h];
@@ -170,33 +184,41 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
   }
 }
 
-// Rows [r0, r1) x panels [p0, p1) with blocks of R rows and P panels (remainders narrower).
+// Rows [r0, r1) x panels [p0, p1) in blocks of exactly R rows and P panels (whole multiples).
 template <int R, int P, typename W>
-TUNECAST_INLINE void matmul_rows(const float* x, size_t x_stride, size_t r0, size_t r1,
-                                 size_t depth, const W* w, size_t p0, size_t p1,
-                                 const float* bias, float* y, size_t y_stride, bool accumulate) {
+TUNECAST_INLINE void matmul_blocks(const float* x, size_t x_stride, size_t r0, size_t r1,
+                                   size_t depth, const W* w, size_t p0, size_t p1,
+                                   const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panel_stride = depth * kPanelWidth;
-  auto block = [&](auto rows_c, auto panels_c, size_t r, size_t p) {
-    constexpr int kR = decltype(rows_c)::value;
-    constexpr int kP = decltype(panels_c)::value;
-    matmul_block<kR, kP, W>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
-                         bias ? bias + p * kPanelWidth : nullptr, y + r * y_stride + p * kPanelWidth,
-                         y_stride, accumulate);
-  };
-  using RC = std::integral_constant<int, R>;
-  using PC = std::integral_constant<int, P>;
-  using One = std::integral_constant<int, 1>;
   // Panels outermost: a block of panels stays in L1 while every row block reads it.
-  size_t p = p0;
-  for (; p + P <= p1; p += P) {
-    size_t r = r0;
-    for (; r + R <= r1; r += R) block(RC{}, PC{}, r, p);
-    for (; r < r1; ++r) block(One{}, PC{}, r, p);
+  for (size_t p = p0; p < p1; p += P) {
+    for (size_t r = r0; r < r1; r += R) {
+      matmul_block<R, P, W>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
+                            bias ? bias + p * kPanelWidth : nullptr,
+                            y + r * y_stride + p * kPanelWidth, y_stride, accumulate);
+    }
   }
-  for (; p < p1; ++p) {
-    size_t r = r0;
-    for (; r + R <= r1; r += R) block(RC{}, One{}, r, p);
-    for (; r < r1; ++r) block(One{}, One{}, r, p);
+}
+
+// Any rows [r0, r1) x panels [p0, p1): blocks of kFewRows rows x kRowPanels panels (greedy, the
+// first beam-search steps: rows share wide panel blocks streamed from L2), remainders narrower.
+// Also takes a batch's remainders, so a build holds 5 block shapes rather than 8 (code size).
+template <typename W>
+TUNECAST_OUT_OF_LINE void matmul_few_rows(const float* x, size_t x_stride, size_t r0, size_t r1,
+                                          size_t depth, const W* w, size_t p0, size_t p1,
+                                          const float* bias, float* y, size_t y_stride,
+                                          bool accumulate) {
+  const size_t r_full = r0 + (r1 - r0) / kFewRows * kFewRows;
+  const size_t p_full = p0 + (p1 - p0) / kRowPanels * kRowPanels;
+  matmul_blocks<kFewRows, kRowPanels>(x, x_stride, r0, r_full, depth, w, p0, p_full, bias, y,
+                                      y_stride, accumulate);
+  matmul_blocks<kFewRows, 1>(x, x_stride, r0, r_full, depth, w, p_full, p1, bias, y, y_stride,
+                             accumulate);
+  if (kFewRows > 1) {
+    matmul_blocks<1, kRowPanels>(x, x_stride, r_full, r1, depth, w, p0, p_full, bias, y, y_stride,
+                                 accumulate);
+    matmul_blocks<1, 1>(x, x_stride, r_full, r1, depth, w, p_full, p1, bias, y, y_stride,
+                        accumulate);
   }
 }
 
@@ -207,14 +229,19 @@ template <typename W>
 TUNECAST_OUT_OF_LINE void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const W* w,
                    size_t cols, const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
+  size_t r = 0;
   if (rows >= static_cast<size_t>(kBatchRows)) {
-    matmul_rows<kBatchRows, kBatchPanels>(x, x_stride, 0, rows, depth, w, 0, panels, bias, y,
-                                          y_stride, accumulate);
-  } else {
-    // Few rows (greedy, the first beam-search steps): pairs of rows over wide panel blocks.
-    matmul_rows<kFewRows, kRowPanels>(x, x_stride, 0, rows, depth, w, 0, panels, bias, y, y_stride,
-                               accumulate);
+    const size_t r_full = rows / kBatchRows * kBatchRows;
+    const size_t p_full = panels / kBatchPanels * kBatchPanels;
+    matmul_blocks<kBatchRows, kBatchPanels>(x, x_stride, 0, r_full, depth, w, 0, p_full, bias, y,
+                                            y_stride, accumulate);
+    if (p_full < panels) {
+      matmul_few_rows(x, x_stride, 0, r_full, depth, w, p_full, panels, bias, y, y_stride,
+                      accumulate);
+    }
+    r = r_full;
   }
+  if (r < rows) matmul_few_rows(x, x_stride, r, rows, depth, w, 0, panels, bias, y, y_stride, accumulate);
 }
 
 // Rows of x that are all zero add nothing: the product skips them (MIOpen's KTN input is a
@@ -224,73 +251,125 @@ TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_stride, si
                                const W* w, size_t cols, const float* bias, float* y,
                                size_t y_stride) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
-  const size_t padded = panels * kPanelWidth;
   for (size_t r = 0; r < rows; ++r) {
-    float* yr = y + r * y_stride;
-    for (size_t j = 0; j < padded; ++j) yr[j] = bias ? bias[j] : 0.0f;
-    for (size_t k = 0; k < depth; ++k) {
-      const float xk = x[r * x_stride + k];
-      if (xk == 0.0f) continue;
-      for (size_t p = 0; p < panels; ++p) {
-        const W* wk = w + p * depth * kPanelWidth + k * kPanelWidth;
-        for (int j = 0; j < kPanelWidth; ++j) yr[p * kPanelWidth + j] += xk * weight_value(wk[j]);
+    for (size_t p = 0; p < panels; ++p) {
+      for (int h = 0; h < kVecsPerPanel; ++h) {
+        const size_t col = p * kPanelWidth + h * kVecWidth;
+        PanelVec acc = bias ? *reinterpret_cast<const PanelVecAlias*>(bias + col) : PanelVec{};
+        for (size_t k = 0; k < depth; ++k) {
+          const float xk = x[r * x_stride + k];
+          if (xk == 0.0f) continue;
+          PanelVec wv;
+          load_weights(w + p * depth * kPanelWidth + k * kPanelWidth + h * kVecWidth, &wv);
+          acc += xk * wv;
+        }
+        *reinterpret_cast<PanelVecAlias*>(y + r * y_stride + col) = acc;
       }
     }
   }
 }
 
 // --- element-wise functions ------------------------------------------------------------------
-// exp with a Cephes-style range reduction and degree-6 polynomial (about 2 ulp on [-87, 88]),
-// written without branches or library calls so loops over it vectorize.
-TUNECAST_INLINE float exp_approx(float x) {
-  x = x < 88.0f ? x : 88.0f;
-  x = x > -87.0f ? x : -87.0f;
+// Written on whole vectors (kVecWidth lanes; a row's last partial vector goes through zero-filled
+// lanes) rather than left to the auto-vectorizer: one copy of each polynomial instead of a vector
+// loop, a narrower vector epilogue and a scalar epilogue per call site (the runtime's code size
+// goal), and the same speed at -O2 as at -O3. Lanes are independent, so no bit depends on where a
+// row starts or ends.
+typedef int32_t LaneInts __attribute__((vector_size(sizeof(PanelVec))));
+
+TUNECAST_INLINE void splat(float value, PanelVec* out) { *out = PanelVec{} + value; }
+
+// Lanes [0, n) of x into *v (the rest zero), n <= kVecWidth.
+TUNECAST_INLINE void load_lanes(const float* x, size_t n, PanelVec* v) {
+  if (n == static_cast<size_t>(kVecWidth)) {
+    *v = *reinterpret_cast<const PanelVecAlias*>(x);
+    return;
+  }
+  *v = PanelVec{};
+  for (size_t i = 0; i < n; ++i) (*v)[i] = x[i];
+}
+
+TUNECAST_INLINE void store_lanes(const PanelVec& v, size_t n, float* x) {
+  if (n == static_cast<size_t>(kVecWidth)) {
+    *reinterpret_cast<PanelVecAlias*>(x) = v;
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) x[i] = v[i];
+}
+
+// Lanes in the vector starting at i of a row of n values.
+TUNECAST_INLINE size_t lanes_at(size_t i, size_t n) {
+  return n - i < static_cast<size_t>(kVecWidth) ? n - i : static_cast<size_t>(kVecWidth);
+}
+
+// exp with a Cephes-style range reduction and degree-6 polynomial (about 2 ulp on [-87, 88]).
+TUNECAST_INLINE void exp_vec(PanelVec* v) {
+  PanelVec hi, lo;
+  splat(88.0f, &hi);
+  splat(-87.0f, &lo);
+  PanelVec x = *v < hi ? *v : hi;
+  x = x > lo ? x : lo;
   const float kLog2e = 1.44269504088896341f;
   const float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest
-  float n = (x * kLog2e + kRound) - kRound;
-  float r = x - n * 0.693359375f;
+  const PanelVec n = (x * kLog2e + kRound) - kRound;
+  PanelVec r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+  PanelVec p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  const LaneInts bits = (__builtin_convertvector(n, LaneInts) + 127) << 23;
+  *v = p * (PanelVec)bits;  // a vector cast reinterprets the bits
 }
 
-TUNECAST_INLINE float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
-TUNECAST_INLINE float tanh_approx(float x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
-TUNECAST_INLINE float hard_sigmoid(float x) {
-  const float y = 0.2f * x + 0.5f;
-  return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+TUNECAST_INLINE void sigmoid_vec(PanelVec* v) {
+  PanelVec e = -*v;
+  exp_vec(&e);
+  *v = 1.0f / (1.0f + e);
 }
-TUNECAST_INLINE float relu(float x) { return x > 0.0f ? x : 0.0f; }
+
+TUNECAST_INLINE void tanh_vec(PanelVec* v) {
+  PanelVec e = -2.0f * *v;
+  exp_vec(&e);
+  *v = 2.0f / (1.0f + e) - 1.0f;
+}
 
 enum class Act : uint8_t { kLinear = 0, kRelu = 1, kTanh = 2, kSigmoid = 3, kSoftmax = 4, kHardSigmoid = 5 };
 
-TUNECAST_INLINE float activate(Act act, float x) {
+// Element-wise activations (kSoftmax is a row operation: see activate_rows). One shared copy: a
+// call per vector costs little next to exp.
+inline TUNECAST_OUT_OF_LINE void activate_vec(Act act, PanelVec* v) {
+  const PanelVec zero = PanelVec{};
   switch (act) {
-    case Act::kRelu: return relu(x);
-    case Act::kTanh: return tanh_approx(x);
-    case Act::kSigmoid: return sigmoid(x);
-    case Act::kHardSigmoid: return hard_sigmoid(x);
-    default: return x;
+    case Act::kRelu: *v = *v > zero ? *v : zero; break;
+    case Act::kTanh: tanh_vec(v); break;
+    case Act::kSigmoid: sigmoid_vec(v); break;
+    case Act::kHardSigmoid: {
+      PanelVec one;
+      splat(1.0f, &one);
+      const PanelVec y = *v * 0.2f + 0.5f;
+      *v = y < zero ? zero : (y > one ? one : y);
+      break;
+    }
+    default: break;
   }
 }
 
-// Softmax over n values in place (max-subtracted).
+// Softmax over n values in place (max-subtracted; the sum runs in index order).
 inline TUNECAST_OUT_OF_LINE void softmax(float* x, size_t n) {
   float max_value = x[0];
   for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
   float sum = 0.0f;
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = exp_approx(x[i] - max_value);
-    sum += x[i];
+  for (size_t i = 0; i < n; i += kVecWidth) {
+    const size_t m = lanes_at(i, n);
+    PanelVec v;
+    load_lanes(x + i, m, &v);
+    v -= max_value;
+    exp_vec(&v);
+    store_lanes(v, m, x + i);
+    for (size_t j = 0; j < m; ++j) sum += v[j];
   }
   const float inv = 1.0f / sum;
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
@@ -301,24 +380,16 @@ inline TUNECAST_OUT_OF_LINE void activate_rows(Act act, float* x, size_t rows, s
   if (act == Act::kLinear) return;
   for (size_t r = 0; r < rows; ++r) {
     float* row = x + r * stride;
-    switch (act) {
-      case Act::kRelu:
-        for (size_t j = 0; j < cols; ++j) row[j] = relu(row[j]);
-        break;
-      case Act::kTanh:
-        for (size_t j = 0; j < cols; ++j) row[j] = tanh_approx(row[j]);
-        break;
-      case Act::kSigmoid:
-        for (size_t j = 0; j < cols; ++j) row[j] = sigmoid(row[j]);
-        break;
-      case Act::kHardSigmoid:
-        for (size_t j = 0; j < cols; ++j) row[j] = hard_sigmoid(row[j]);
-        break;
-      case Act::kSoftmax:
-        softmax(row, cols);
-        break;
-      default:
-        break;
+    if (act == Act::kSoftmax) {
+      softmax(row, cols);
+      continue;
+    }
+    for (size_t j = 0; j < cols; j += kVecWidth) {
+      const size_t m = lanes_at(j, cols);
+      PanelVec v;
+      load_lanes(row + j, m, &v);
+      activate_vec(act, &v);
+      store_lanes(v, m, row + j);
     }
   }
 }
@@ -327,36 +398,64 @@ inline TUNECAST_OUT_OF_LINE void activate_rows(Act act, float* x, size_t rows, s
 // [i | f | g | o] (units each). Writes c and h in place.
 inline TUNECAST_OUT_OF_LINE void lstm_cell(const float* TUNECAST_RESTRICT z, size_t units, float* TUNECAST_RESTRICT h,
                       float* TUNECAST_RESTRICT c, Act gate_act, Act cell_act) {
-  const float* zi = z;
-  const float* zf = z + units;
-  const float* zg = z + 2 * units;
-  const float* zo = z + 3 * units;
-  if (gate_act == Act::kSigmoid && cell_act == Act::kTanh) {
-    for (size_t j = 0; j < units; ++j) {
-      const float c_new = sigmoid(zf[j]) * c[j] + sigmoid(zi[j]) * tanh_approx(zg[j]);
-      c[j] = c_new;
-      h[j] = sigmoid(zo[j]) * tanh_approx(c_new);
+  const bool keras_default = gate_act == Act::kSigmoid && cell_act == Act::kTanh;
+  for (size_t j = 0; j < units; j += kVecWidth) {
+    const size_t m = lanes_at(j, units);
+    PanelVec i, f, g, o, cv;
+    load_lanes(z + j, m, &i);
+    load_lanes(z + units + j, m, &f);
+    load_lanes(z + 2 * units + j, m, &g);
+    load_lanes(z + 3 * units + j, m, &o);
+    load_lanes(c + j, m, &cv);
+    if (keras_default) {  // inlined: the common case pays no switch per vector
+      sigmoid_vec(&i);
+      sigmoid_vec(&f);
+      tanh_vec(&g);
+      sigmoid_vec(&o);
+    } else {
+      activate_vec(gate_act, &i);
+      activate_vec(gate_act, &f);
+      activate_vec(cell_act, &g);
+      activate_vec(gate_act, &o);
     }
-    return;
-  }
-  for (size_t j = 0; j < units; ++j) {
-    const float c_new =
-        activate(gate_act, zf[j]) * c[j] + activate(gate_act, zi[j]) * activate(cell_act, zg[j]);
-    c[j] = c_new;
-    h[j] = activate(gate_act, zo[j]) * activate(cell_act, c_new);
+    cv = f * cv + i * g;
+    store_lanes(cv, m, c + j);
+    if (keras_default) {
+      tanh_vec(&cv);
+    } else {
+      activate_vec(cell_act, &cv);
+    }
+    store_lanes(o * cv, m, h + j);
   }
 }
 
-// log-softmax of n values in place; returns nothing, values become log-probabilities.
+// log-softmax of n values in place; values become log-probabilities.
 inline TUNECAST_OUT_OF_LINE void log_softmax(float* x, size_t n) {
   float max_value = x[0];
   for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
   float sum = 0.0f;
-  for (size_t i = 0; i < n; ++i) sum += exp_approx(x[i] - max_value);
-  // log(sum) via exp_approx's inverse is not needed in the hot path; std::log is exact enough and
-  // runs once per row.
+  for (size_t i = 0; i < n; i += kVecWidth) {
+    const size_t m = lanes_at(i, n);
+    PanelVec v;
+    load_lanes(x + i, m, &v);
+    v -= max_value;
+    exp_vec(&v);
+    for (size_t j = 0; j < m; ++j) sum += v[j];
+  }
+  // std::log runs once per row.
   const float log_sum = __builtin_logf(sum);
   for (size_t i = 0; i < n; ++i) x[i] = x[i] - max_value - log_sum;
+}
+
+// y[0..n) += x[0..n).
+TUNECAST_INLINE void add_to(const float* TUNECAST_RESTRICT x, size_t n, float* TUNECAST_RESTRICT y) {
+  for (size_t i = 0; i < n; i += kVecWidth) {
+    const size_t m = lanes_at(i, n);
+    PanelVec a, b;
+    load_lanes(x + i, m, &a);
+    load_lanes(y + i, m, &b);
+    store_lanes(a + b, m, y + i);
+  }
 }
 
 }  // namespace tunecast::kernels

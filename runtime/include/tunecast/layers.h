@@ -76,7 +76,8 @@ Status lstm_input(const char* name, bool token_input, const float* x, size_t x_s
       }
       const W* row = kernel + index * gates;
       float* zr = z + r * z_stride;
-      for (size_t j = 0; j < gates; ++j) zr[j] = kernels::weight_value(row[j]) + (bias ? bias[j] : 0.0f);
+      for (size_t j = 0; j < gates; ++j) zr[j] = kernels::weight_value(row[j]);
+      if (bias != nullptr) kernels::add_to(bias, gates, zr);
     }
     return Status::ok();
   }
@@ -145,10 +146,7 @@ inline void activation(Act act, const float* x, size_t rows, size_t cols, size_t
 // Add: y = x0 + x1 + ... over `n` floats (whole padded rows).
 inline void add(const float* const* xs, size_t count, size_t n, float* y) {
   std::memcpy(y, xs[0], n * sizeof(float));
-  for (size_t i = 1; i < count; ++i) {
-    const float* x = xs[i];
-    for (size_t j = 0; j < n; ++j) y[j] += x[j];
-  }
+  for (size_t i = 1; i < count; ++i) kernels::add_to(xs[i], n, y);
 }
 
 // Concat along columns; the padding after the last column is zeroed.
