@@ -14,24 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "peak_rss.h"
 #include "tunecast/predict.h"
 
-namespace {
+using tunecast::bench::peak_rss_kb;
 
-// VmHWM (peak resident set) of this process in KiB, or -1.
-long peak_rss_kb() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  long kb = -1;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtol(line + 6, nullptr, 10);
-  }
-  std::fclose(f);
-  return kb;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {

@@ -353,13 +353,14 @@ std::string exe_dir() {
   return error ? std::string(".") : exe.parent_path().string();
 }
 
-// Runs the minimal integrator (runtime only) as a process of its own; its peak RSS is what a
-// tunecast user pays. Returns false when the probe is missing or fails.
-bool probe_rss(const std::string& blob_path, int beam, const std::string& problem, long* start_kb,
-               long* peak_kb) {
-  const std::string probe = exe_dir() + "/tunecast_min_predict";
-  if (blob_path.empty() || access(probe.c_str(), X_OK) != 0) return false;
-  const std::string cmd = "'" + probe + "' '" + blob_path + "' " + std::to_string(beam) + " '" + problem + "' 2>&1";
+// Runs a probe next to this binary (tunecast_min_predict: a blob and the runtime only;
+// tunecast_min_generated: the KTN's generated C++; tunecast_empty_process) as a process of its
+// own, with `args` already quoted; its peak RSS is what a tunecast user pays. Returns false when
+// the probe is missing or fails.
+bool probe_rss(const char* probe_name, const std::string& args, long* start_kb, long* peak_kb) {
+  const std::string probe = exe_dir() + "/" + probe_name;
+  if (access(probe.c_str(), X_OK) != 0) return false;
+  const std::string cmd = "'" + probe + "' " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return false;
   char line[512];
@@ -399,6 +400,7 @@ struct KtnFigures {
   bool have = false;
   Timing load, greedy, step100, beam100;
   double greedy_floor_ns = 0, greedy_stream_floor_ns = 0, step100_floor_ns = 0;
+  long generated_rss_over_empty_kb = -1, generated_rss_over_empty_beam100_kb = -1;
   long heap = 0;
   Timing torch_greedy, torch_step100;
 };
@@ -645,7 +647,9 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
 
   long rss_start = 0, rss_peak = 0;
   for (int k : {1, 100}) {
-    if (probe_rss(s.blob_path, k, problem_text, &rss_start, &rss_peak)) {
+    if (!s.blob_path.empty() &&
+        probe_rss("tunecast_min_predict", "'" + s.blob_path + "' " + std::to_string(k) + " '" + problem_text + "'",
+                  &rss_start, &rss_peak)) {
       std::printf("  peak RSS, tunecast_min_predict beam %-3d: %.1f MB (%.1f MB at process start; "
                   "blob %.2f MB, scratch %.2f MB)\n",
                   k, rss_peak / 1024.0, rss_start / 1024.0, s.size / 1048576.0,
@@ -653,6 +657,24 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     } else {
       std::printf("  peak RSS: probe unavailable (needs tunecast_min_predict next to this binary)\n");
       break;
+    }
+  }
+
+  // The KTN's generated C++ in a process of its own, against an empty C++ program.
+  long empty_start = 0, empty_peak = 0;
+  if (ktn != nullptr && probe_rss("tunecast_empty_process", "", &empty_start, &empty_peak)) {
+    std::printf("  peak RSS, empty C++ program: %.1f MB\n", empty_peak / 1024.0);
+    for (int k : {1, 100}) {
+      if (!probe_rss("tunecast_min_generated", std::to_string(k) + " '" + problem_text + "'", &rss_start,
+                     &rss_peak)) {
+        std::printf("  peak RSS, generated predictor: probe unavailable (tunecast_min_generated is built"
+                    " when the KTN is in the shared data)\n");
+        break;
+      }
+      std::printf("  peak RSS, tunecast_min_generated beam %-3d: %.1f MB = empty program + %.2f MB\n", k,
+                  rss_peak / 1024.0, (rss_peak - empty_peak) / 1024.0);
+      if (k == 1) ktn->generated_rss_over_empty_kb = rss_peak - empty_peak;
+      if (k == 100) ktn->generated_rss_over_empty_beam100_kb = rss_peak - empty_peak;
     }
   }
 
@@ -766,6 +788,12 @@ void print_goals(const KtnFigures& k) {
   line("beam 100: whole prediction < 4 ms", v, k.beam100.cpu_median_ns < 4e6);
   std::snprintf(v, sizeof v, "%ld", k.heap);
   line("0 heap allocations in predict", v, k.heap == 0);
+  if (k.generated_rss_over_empty_kb >= 0) {
+    std::snprintf(v, sizeof v, "+%.2f MB", k.generated_rss_over_empty_kb / 1024.0);
+    line("generated predictor, greedy: peak RSS <= empty + 2.5 MB", v, k.generated_rss_over_empty_kb <= 2560);
+    std::snprintf(v, sizeof v, "+%.2f MB", k.generated_rss_over_empty_beam100_kb / 1024.0);
+    line("  the same at beam 100", v, k.generated_rss_over_empty_beam100_kb <= 2560);
+  }
   if (k.torch_greedy.runs > 0) {
     std::printf("  %-52s greedy x%.1f, decoder step over 100 beams x%.1f\n",
                 "libtorch / tunecast in this run (cpu)", k.torch_greedy.cpu_median_ns / k.greedy.cpu_median_ns,

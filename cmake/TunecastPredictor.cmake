@@ -1,6 +1,6 @@
 # tunecast_add_predictor(TARGET MODEL [EMIT cpp|blob] [NAMESPACE ns] [NAME name] [RULES file.tcr]
 #                        [ENCODING file.tce] [MAX_BEAM k] [DIRECTION fwd|bwd|wrw]
-#                        [WEIGHTS fp32|fp16])
+#                        [WEIGHTS fp32|fp16] [THREAD_LOCAL_SCRATCH])
 #
 # Compiles MODEL at build time and adds the result to TARGET:
 #   EMIT cpp  (default) a generated predictor, struct ns::name (tunecast emit-cpp)
@@ -10,11 +10,13 @@
 # prefix such as .../gfx908_ConvAsm1x1U, or *.tn.model); RULES and ENCODING are compiled into the
 # blob on the way, WEIGHTS picks the storage of its product weights (compile --weights, checked
 # against fp32 on the Keras test vectors or synthetic inputs). NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
+# THREAD_LOCAL_SCRATCH (EMIT cpp) adds predict() overloads over a thread_local Scratch (emit-cpp
+# --thread-local-scratch): convenient, but every thread of the process then holds kScratchBytes.
 # TARGET gets the generated folder on its include path (#include "name.h") and links tunecast::runtime.
 # Works in tunecast's own build (add_subdirectory) and against an installed package.
 
 function(tunecast_add_predictor TARGET MODEL)
-  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "EMIT;NAMESPACE;NAME;RULES;ENCODING;MAX_BEAM;DIRECTION;WEIGHTS" "")
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "THREAD_LOCAL_SCRATCH" "EMIT;NAMESPACE;NAME;RULES;ENCODING;MAX_BEAM;DIRECTION;WEIGHTS" "")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tunecast_add_predictor: unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -91,6 +93,9 @@ function(tunecast_add_predictor TARGET MODEL)
   if(ARG_EMIT STREQUAL "cpp")
     set(command emit-cpp "${blob}" -o "${dir}" --namespace ${ARG_NAMESPACE} --name ${ARG_NAME}
                 --max-beam ${ARG_MAX_BEAM})
+    if(ARG_THREAD_LOCAL_SCRATCH)
+      list(APPEND command --thread-local-scratch)
+    endif()
   else()
     set(command embed "${blob}" -o "${dir}" --namespace ${ARG_NAMESPACE} --name ${ARG_NAME})
   endif()

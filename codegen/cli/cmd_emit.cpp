@@ -33,17 +33,21 @@ Status output_names(const Args& args, std::string* dir, std::string* name_space,
 
 int cmd_emit_cpp(const std::vector<std::string>& argv) {
   Args args;
-  Status status = args.parse(argv, {"output", "namespace", "name", "max-beam"}, {});
+  Status status = args.parse(argv, {"output", "namespace", "name", "max-beam"}, {"thread-local-scratch"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast emit-cpp MODEL.tcm -o DIR --name NAME [--namespace NS] [--max-beam K]\n\n"
+        "usage: tunecast emit-cpp MODEL.tcm -o DIR --name NAME [--namespace NS] [--max-beam K]\n"
+        "                         [--thread-local-scratch]\n\n"
         "Writes DIR/NAME.h and DIR/NAME.cpp: struct NS::NAME, a predictor with the model's weights\n"
         "as aligned constant arrays, layer sizes as compile-time constants, the constraints and\n"
         "feature encoding compiled to C++, and the blob runtime's beam search. Its predictions\n"
         "equal tunecast::predict's on the blob, bit for bit. Link against tunecast's runtime.\n\n"
         "  --name      struct name and file stem (a C++ identifier)\n"
         "  --namespace enclosing namespace, may be nested (a::b); default tunecast_generated\n"
-        "  --max-beam  largest beam width the generated Scratch holds (1..%d, default 16)\n",
+        "  --max-beam  largest beam width the generated Scratch holds (1..%d, default 16)\n"
+        "  --thread-local-scratch\n"
+        "              also emit predict() overloads that use a thread_local Scratch; every thread\n"
+        "              of the process then holds one (zeroed, so resident), predicting or not\n",
         kMaxBeamWidth);
     return 0;
   }
@@ -55,6 +59,7 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
   codegen::CppEmitOptions options;
   status = output_names(args, &dir, &options.name_space, &options.name);
   if (status) status = args.get_int("max-beam", 16, &options.max_beam);
+  options.thread_local_scratch = args.has("thread-local-scratch");
   if (!status) return usage_error("emit-cpp", status.message());
   options.source = args.positional()[0];
 

@@ -672,7 +672,7 @@ class Emitter {
     w.line("// compile-time sizes, the constraints compiled to C++, the same beam search. No heap, no");
     w.line("// exceptions; safe in static initializers and on several threads (one Scratch each).");
     w.line("//");
-    w.line("//   static %s::Scratch scratch;  // or the thread_local overload", options_.name.c_str());
+    w.line("//   static %s::Scratch scratch;  // one per thread that predicts at once", options_.name.c_str());
     w.line("//   tunecast::Candidate best;");
     w.line("//   tunecast::Status s = %s::predict(problem, {}, &scratch, &best, 1, nullptr);",
            options_.name.c_str());
@@ -734,12 +734,15 @@ class Emitter {
     w.line("                                 const tunecast::PredictOptions& options, Scratch* scratch,");
     w.line("                                 tunecast::Candidate* out, int capacity,");
     w.line("                                 tunecast::PredictInfo* info);");
-    w.line("  // Same, in a thread_local Scratch (glibc allocates it on a thread's first call in a");
-    w.line("  // dlopen'd library: pass a Scratch where even that must not happen).");
-    w.line("  static tunecast::Status predict(const tunecast::Problem& problem,");
-    w.line("                                 const tunecast::PredictOptions& options,");
-    w.line("                                 tunecast::Candidate* out, int capacity,");
-    w.line("                                 tunecast::PredictInfo* info);");
+    if (options_.thread_local_scratch) {
+      w.line("  // Same, in a thread_local Scratch: kScratchBytes more in every thread of the process");
+      w.line("  // (static TLS is zeroed at thread start; in a dlopen'd library glibc allocates it on a");
+      w.line("  // thread's first call: pass a Scratch where even that must not happen).");
+      w.line("  static tunecast::Status predict(const tunecast::Problem& problem,");
+      w.line("                                 const tunecast::PredictOptions& options,");
+      w.line("                                 tunecast::Candidate* out, int capacity,");
+      w.line("                                 tunecast::PredictInfo* info);");
+    }
     w.line("  // From the encoder input itself (kFeatureRows * kFeatureCols floats, row-major); `problem`");
     w.line("  // may be null, then the model's constraints are skipped. As tunecast::predict_from_features.");
     w.line("  static tunecast::Status predict_from_features(const float* features, size_t feature_count,");
@@ -1281,12 +1284,14 @@ class Emitter {
     w.line("  return status;");
     w.line("}");
     w.blank();
-    w.line("tunecast::Status %s::predict(const tunecast::Problem& problem, const tunecast::PredictOptions& options,", N.c_str());
-    w.line("                             tunecast::Candidate* out, int capacity, tunecast::PredictInfo* info) {");
-    w.line("  thread_local Scratch scratch;");
-    w.line("  return predict(problem, options, &scratch, out, capacity, info);");
-    w.line("}");
-    w.blank();
+    if (options_.thread_local_scratch) {
+      w.line("tunecast::Status %s::predict(const tunecast::Problem& problem, const tunecast::PredictOptions& options,", N.c_str());
+      w.line("                             tunecast::Candidate* out, int capacity, tunecast::PredictInfo* info) {");
+      w.line("  thread_local Scratch scratch;");
+      w.line("  return predict(problem, options, &scratch, out, capacity, info);");
+      w.line("}");
+      w.blank();
+    }
     w.line("tunecast::Status %s::predict_from_features(const float* features, size_t feature_count,", N.c_str());
     w.line("                                           const tunecast::Problem* problem,");
     w.line("                                           const tunecast::PredictOptions& options, Scratch* scratch,");
