@@ -221,6 +221,7 @@ struct FmaRate {
   double per_ns = 0;
   int lanes = 0;
   double one_row_per_ns = 0;  // see one_row_rate_with
+  double one_row_bf16_per_ns = 0;  // see one_row_bf16_rate_with
 };
 
 // A one-row product's ceiling: y += x[k] * W[k][..] over a 256 KB matrix (one 128 x 512 LSTM
@@ -255,6 +256,42 @@ double one_row_rate_with(int passes) {
   return best;
 }
 
+// The same product with bf16 weights, two columns per 32-bit word widened by a shift and a mask
+// (no conversion instruction): what 16-bit storage could stream. Not used by the runtime: bf16
+// weights change predictions (docs/benchmarks.md); printed for the record.
+template <int Lanes>
+double one_row_bf16_rate_with(int passes) {
+  typedef float V __attribute__((vector_size(Lanes * 4)));
+  typedef int32_t VI __attribute__((vector_size(Lanes * 4)));
+  constexpr size_t kDepth = 128, kCols = 512, kBlock = 2;  // 2 words vectors = 4 column vectors
+  std::vector<uint32_t> storage(kDepth * kCols / 2 + 16);
+  VI* const w = reinterpret_cast<VI*>(storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) / 4 % 16) % 16);
+  for (size_t i = 0; i < kDepth * kCols / 2 / Lanes; ++i) w[i] = VI{} + 0x3c003c00;
+  std::vector<float> x(kDepth, 0.5f);
+  double best = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    const auto t0 = Clock::now();
+    constexpr int kReps = 64;
+    for (int rep = 0; rep < kReps; ++rep) {
+      for (size_t p = 0; p < kCols / 2 / Lanes; p += kBlock) {
+        V acc[2 * kBlock] = {};
+        const VI* wp = w + p * kDepth;
+        for (size_t k = 0; k < kDepth; ++k) {
+          for (size_t b = 0; b < kBlock; ++b) {
+            const VI v = wp[b * kDepth + k];
+            acc[2 * b] += x[k] * (V)(v << 16);
+            acc[2 * b + 1] += x[k] * (V)(v & static_cast<int32_t>(0xffff0000u));
+          }
+        }
+        for (size_t b = 0; b < 2 * kBlock; ++b) asm volatile("" : : "v"(acc[b]));
+      }
+    }
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(kReps) * kDepth * kCols / ns);
+  }
+  return best;
+}
+
 FmaRate measure_fma(bool smoke) {
   const long iterations = smoke ? 200000 : 4000000;
   FmaRate best;
@@ -268,8 +305,10 @@ FmaRate measure_fma(bool smoke) {
   }
 #if defined(__AVX512F__)
   best.one_row_per_ns = one_row_rate_with<16>(smoke ? 2 : 20);
+  best.one_row_bf16_per_ns = one_row_bf16_rate_with<16>(smoke ? 2 : 20);
 #else
   best.one_row_per_ns = one_row_rate_with<8>(smoke ? 2 : 20);
+  best.one_row_bf16_per_ns = one_row_bf16_rate_with<8>(smoke ? 2 : 20);
 #endif
   return best;
 }
@@ -877,7 +916,8 @@ int main(int argc, char** argv) {
   std::printf("FMA peak: %.1f fp32 multiply-adds/ns (%d-lane vectors; = %.1f per cycle at 3.6 GHz)\n",
               fma.per_ns, fma.lanes, fma.per_ns / 3.6);
   std::printf("one-row product from L2: %.1f multiply-adds/ns (%.0f bytes/ns of fp32 weights, each used "
-              "once)\n", fma.one_row_per_ns, 4 * fma.one_row_per_ns);
+              "once); with bf16 weights %.1f (not used: docs/benchmarks.md)\n",
+              fma.one_row_per_ns, 4 * fma.one_row_per_ns, fma.one_row_bf16_per_ns);
   std::printf("times are medians of per-call wall times%s\n", o.smoke ? " (smoke: one call each)" : "");
 
   std::vector<Subject> subjects;
