@@ -5,7 +5,7 @@ Numbers come from the runtime (`tunecast eval --json`, constrained beam search),
 (arch, precision) and split, named eval_<split>_<arch db>_<precision>.json in --evals.
 
   /usr/bin/python3 tools/ship_ensemble.py --ensemble DIR --runs RUN1 RUN2 RUN3 --evals DIR \\
-      --dest weights/ConvAsm1x1U --combine prob --why "..."
+      --dest weights/ConvAsm1x1U --combine prob --why "..." [--sweeps tools/sweeps/fourth.txt ...]
 """
 import argparse
 import glob
@@ -43,6 +43,8 @@ def main():
     ap.add_argument("--dest", required=True)
     ap.add_argument("--combine", default="prob")
     ap.add_argument("--why", default="")
+    ap.add_argument("--sweeps", nargs="+", default=["tools/sweeps/fourth.txt"],
+                    help="the sweep plan(s) that trained the members (named in the card)")
     args = ap.parse_args()
     ms = [json.load(open(os.path.join(r, "metrics.json"))) for r in args.runs]
     os.makedirs(args.dest, exist_ok=True)
@@ -53,8 +55,10 @@ def main():
     size = os.path.getsize(os.path.join(args.dest, "model.tcir.json")) / 1e6
     nparams = sum(m["parameters"] for m in ms)
     cmds = "\n".join(f"  `{m['command']}`\n" for m in ms)
-    members = ", ".join(f"{m['name']} (seed {m['args']['seed']}, label smoothing {m['args']['label_smoothing']})"
-                        for m in ms)
+    members = ", ".join(f"{m['name']} (units {m['args']['units']}, hidden {m['args']['hidden']}, seed "
+                        f"{m['args']['seed']}, label smoothing {m['args']['label_smoothing']})" for m in ms)
+    sizes = sorted({(m['args']['units'], m['args']['hidden']) for m in ms})
+    sizes = "units/hidden " + " and ".join(f"{u}/{h}" for u, h in sizes)
     card = f"""# {m0['solver']} — ensemble of {len(ms)} mlp decoders in one graph
 
 Predicts {m0['solver']}'s tuning vector for gfx900 and gfx906, FP32 and FP16, forward/backward as the
@@ -66,23 +70,24 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
 - Split: sha256('{a['split_seed']}:<descriptor>') mod 1000, <800 train, <900 val, else test; the descriptor
   is every config column but id (docs/training.md). Same problem, same split on every arch.
 - Architecture: {len(ms)} members compiled into ONE encoder graph and ONE decoder graph by
-  `tools/ensemble.py --combine {args.combine}`. Each member is our mlp model (units {a['units']}, hidden
-  {a['hidden']}, emb {a['emb']}): the problem as one feature row -> Dense(ReLU) x 2 -> Dense heads for the
+  `tools/ensemble.py --combine {args.combine}`. Each member is our mlp model ({sizes},
+  emb {a['emb']}): the problem as one feature row -> Dense(ReLU) x 2 -> Dense heads for the
   initial states of a 2-layer LSTM decoder and a problem vector read at every step (one-row Attention =
   exact broadcast) -> Dense(ReLU) -> Dense(vocabulary). The decoder applies Softmax to each member's
   logits and Adds them; `seq2seq.logits_are_probabilities` is true, so the runtime scores
   log(sum p_i) = log(mean p_i) + log {len(ms)} (a constant per step: same ranking as the mean).
-  Members: {members}. {nparams} parameters, model.tcir.json {size:.1f} MB.
+  Members: {members}. {nparams} parameters, model.tcir.json {size:.2f} MB.
   Encoder input: model.tce (identical in every member). Vocabulary: position-segmented, token 0 = end,
   EndTokenAfterLast.
 - Training (each member): teacher forcing, cross-entropy over the whole vocabulary with label smoothing
   spread over the current position's tokens, AdamW lr {a['lr']} wd {a['wd']}, batch {a['batch']}, cosine
   schedule, dropout {a['dropout']}, {a['epochs']} epochs; checkpoint chosen on validation (mean over groups of
   perfect@1 + perfect@10, beam 10). About {max(m['train_seconds'] for m in ms):.0f} s each on one H200
-  (16 runs at once, tools/sweeps/fourth.txt).
+  (16 runs at once, {' and '.join(args.sweeps)}).
 - Selection: {args.why}.
 - Exact commands (repo root; data from `tools/dataset.py --precision FP32 FP16 BF16 --out .device/data`;
-  the sweep ran them as `python3 tools/sweep.py tools/sweeps/fourth.txt --data .device/data --out OUT --jobs 16`):
+  the sweeps ran them as `python3 tools/sweep.py SWEEP --data .device/data --out OUT --jobs 16` with SWEEP
+  = {' and '.join(args.sweeps)}):
 
 {cmds}
   then `/usr/bin/python3 tools/ensemble.py {' '.join(args.runs)} --combine {args.combine} --out ENS` and
@@ -114,7 +119,7 @@ that violate weights/rules/{m0['solver']}.tcr (the runtime masks them during the
                "members_python_val": {m["name"]: m["val"] for m in ms}}
     with open(os.path.join(args.dest, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
-    print(f"[ship_ensemble] {args.ensemble} -> {args.dest} ({size:.1f} MB)")
+    print(f"[ship_ensemble] {args.ensemble} -> {args.dest} ({size:.2f} MB)")
 
 
 if __name__ == "__main__":

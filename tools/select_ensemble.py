@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Greedy forward selection of ensemble members on the runtime's VALIDATION split.
+
+Every candidate ensemble is merged by tools/ensemble.py (--combine prob), compiled by
+`tunecast compile` with the kernel's rules and encoding, and scored by `tunecast eval --split val
+--json` (constrained beam search) on the 4 groups gfx900_56/gfx906_60 x FP32/FP16. The criterion is
+the one train.py and the earlier selections used: mean over groups of perfect@1 + perfect@10.
+Step s adds to the best (s-1)-member ensemble the pool member that maximizes the criterion, while the
+merged model.tcir.json stays under --max-mb; ties go to the smaller file, then to pool order. Only the
+validation split is read (never test).
+
+  /usr/bin/python3 tools/select_ensemble.py --solver ConvAsm1x1U --runs RUN... --work DIR \\
+      [--tunecast build/codegen/tunecast] [--perfdb-dir ../shared/data/miopen/perfdb] \\
+      [--max-members 8] [--max-mb 6] [--baseline weights/ConvAsm1x1U] [--start RUN_NAME...]
+writes DIR/selection.json (every evaluated ensemble and its per-group val perfect@1/@10) and prints
+the path. --baseline also scores an existing weights/<K>/ folder the same way.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+GROUPS = [("gfx900_56", "FP32"), ("gfx900_56", "FP16"), ("gfx906_60", "FP32"), ("gfx906_60", "FP16")]
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def sh(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"select_ensemble: {' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+class Scorer:
+    def __init__(self, args):
+        self.a = args
+        self.cache_path = os.path.join(args.work, "cache.json")
+        self.cache = json.load(open(self.cache_path)) if os.path.exists(self.cache_path) else {}
+
+    def evaluate(self, folder, key):
+        """folder holds model.tcir.json + model.tce; returns (criterion, per-group, tcir bytes).
+        The compiled blob goes to the work folder (run folders are left as they are)."""
+        if key in self.cache:
+            c = self.cache[key]
+            return c["score"], c["groups"], c["bytes"]
+        a = self.a
+        tcm = os.path.join(a.work, "m_" + hashlib.sha1(key.encode()).hexdigest()[:12] + ".tcm")
+        sh([a.tunecast, "compile", os.path.join(folder, "model.tcir.json"), "--rules",
+            os.path.join(ROOT, "weights", "rules", f"{a.solver}.tcr"), "--encoding",
+            os.path.join(folder, "model.tce"), "-o", tcm])
+        groups = {}
+        for db, prec in GROUPS:
+            out = sh([a.tunecast, "eval", tcm, "--perfdb", os.path.join(a.perfdb_dir, f"{db}.db"), "--solver",
+                      a.solver, "--precision", prec, "--split", "val", "--beam", "1,10", "--no-baselines",
+                      "--json"])
+            j = json.loads(out)
+            groups[f"{db}_{prec}"] = {"n": j["n"], "p1": j["perfect"]["1"], "p10": j["perfect"]["10"],
+                                      "invalid_rate": j["invalid_rate"]}
+        score = sum(g["p1"] + g["p10"] for g in groups.values()) / len(groups)
+        size = os.path.getsize(os.path.join(folder, "model.tcir.json"))
+        self.cache[key] = {"score": score, "groups": groups, "bytes": size}
+        with open(self.cache_path, "w") as fh:
+            json.dump(self.cache, fh, indent=1)
+        os.remove(tcm)
+        return score, groups, size
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--solver", required=True)
+    ap.add_argument("--runs", nargs="+", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
+    ap.add_argument("--perfdb-dir", default=os.path.join(ROOT, "..", "shared", "data", "miopen", "perfdb"))
+    ap.add_argument("--max-members", type=int, default=8)
+    ap.add_argument("--max-mb", type=float, default=6.0, help="limit on the merged model.tcir.json (1e6 bytes)")
+    ap.add_argument("--baseline", help="a weights/<K> folder to score the same way")
+    ap.add_argument("--start", nargs="*", default=[], help="run names the greedy search starts from")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    sc = Scorer(args)
+    names = [os.path.basename(os.path.normpath(r)) for r in args.runs]
+    if len(set(names)) != len(names):
+        sys.exit("select_ensemble: run folder names must be unique")
+    by_name = dict(zip(names, args.runs))
+    member_bytes = {n: os.path.getsize(os.path.join(r, "model.tcir.json")) for n, r in by_name.items()}
+    result = {"solver": args.solver, "criterion": "mean over 4 groups of val perfect@1 + perfect@10 (runtime)",
+              "pool": names, "evaluated": [], "path": []}
+    t0 = time.time()
+
+    def score_set(members):
+        key = "+".join(sorted(members))
+        if len(members) == 1:
+            folder = by_name[members[0]]
+        else:
+            folder = os.path.join(args.work, "ens_" + hashlib.sha1(key.encode()).hexdigest()[:12])
+            if key not in sc.cache:
+                sh([sys.executable, os.path.join(HERE, "ensemble.py")] + [by_name[m] for m in members] +
+                   ["--out", folder])
+        s, g, b = sc.evaluate(folder, key)
+        if len(members) > 1 and os.path.isdir(folder):  # rebuilt on demand; keep the disk small
+            shutil.rmtree(folder)
+        result["evaluated"].append({"members": members, "score": s, "bytes": b, "groups": g})
+        return s, g, b
+
+    if args.baseline:
+        s, g, b = sc.evaluate(args.baseline, "baseline:" + os.path.abspath(args.baseline))
+        result["baseline"] = {"folder": args.baseline, "score": s, "groups": g, "bytes": b}
+        print(f"[select] baseline {args.baseline}: {s:.2f}", flush=True)
+    current = list(args.start)
+    if current:
+        s, g, b = score_set(current)
+        result["path"].append({"members": list(current), "score": s, "bytes": b, "groups": g})
+        print(f"[select] start {','.join(current)}: {s:.2f} ({b / 1e6:.2f} MB)", flush=True)
+    while len(current) < args.max_members:
+        best = None
+        for n in names:
+            if n in current:
+                continue
+            est = sum(member_bytes[m] for m in current + [n])
+            if est > args.max_mb * 1e6:
+                continue
+            s, g, b = score_set(current + [n])
+            if b > args.max_mb * 1e6:
+                continue
+            if best is None or (s, -b) > (best[0], -best[2]):
+                best = (s, n, b, g)
+        if best is None:
+            break
+        current = current + [best[1]]
+        result["path"].append({"members": list(current), "score": best[0], "bytes": best[2], "groups": best[3]})
+        print(f"[select] {len(current)} members {','.join(current)}: {best[0]:.2f} ({best[2] / 1e6:.2f} MB, "
+              f"{time.time() - t0:.0f}s)", flush=True)
+    out = os.path.join(args.work, "selection.json")
+    with open(out, "w") as fh:
+        json.dump(result, fh, indent=1)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
