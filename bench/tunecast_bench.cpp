@@ -224,36 +224,54 @@ struct FmaRate {
   double one_row_bf16_per_ns = 0;  // see one_row_bf16_rate_with
 };
 
+// Timing scaffold of the one-row probes: the best multiply-adds/ns over `passes` calls of
+// `pass`, each doing `macs` multiply-adds.
+template <typename F>
+double best_rate(int passes, double macs, F pass) {
+  double best = 0;
+  for (int i = 0; i < passes; ++i) {
+    const auto t0 = Clock::now();
+    pass();
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    best = std::max(best, macs / ns);
+  }
+  return best;
+}
+
+// `count` 4-byte words of `storage` from a 64-byte boundary. (A vector type used as a template
+// argument loses its vector attribute, so the probes carve their matrices from plain words.)
+uint32_t* aligned_words(std::vector<uint32_t>* storage, size_t count) {
+  storage->assign(count + 16, 0);
+  const uintptr_t misalignment = reinterpret_cast<uintptr_t>(storage->data()) / 4 % 16;
+  return storage->data() + (16 - misalignment) % 16;
+}
+
+constexpr size_t kProbeDepth = 128, kProbeCols = 512, kProbeReps = 64;
+
 // A one-row product's ceiling: y += x[k] * W[k][..] over a 256 KB matrix (one 128 x 512 LSTM
 // matrix: too big for L1, held in L2), every weight used once per pass, 4 independent panel
 // accumulators as in the runtime's kernel. Greedy decoding is made of such products, so this rate
-// (not the FMA peak) bounds it. Returns fp32 multiply-adds per nanosecond, best of a few passes.
+// (not the FMA peak) bounds it. Returns fp32 multiply-adds per nanosecond.
 template <int Lanes>
 double one_row_rate_with(int passes) {
   typedef float V __attribute__((vector_size(Lanes * 4)));
-  constexpr size_t kDepth = 128, kCols = 512, kBlock = 4;  // 4 vectors of Lanes columns per k
-  std::vector<float> storage(kDepth * kCols + 16);  // (a vector type would lose its attribute)
-  V* const w = reinterpret_cast<V*>(storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) / 4 % 16) % 16);
-  for (size_t i = 0; i < kDepth * kCols / Lanes; ++i) w[i] = V{} + 1e-3f * static_cast<float>(i % 7);
-  std::vector<float> x(kDepth, 0.5f);
-  double best = 0;
-  for (int pass = 0; pass < passes; ++pass) {
-    const auto t0 = Clock::now();
-    constexpr int kReps = 64;
-    for (int rep = 0; rep < kReps; ++rep) {
-      for (size_t p = 0; p < kCols / Lanes; p += kBlock) {  // blocks of panels, depth inner
+  constexpr size_t kBlock = 4;  // column vectors per block
+  std::vector<uint32_t> storage;
+  V* const w = reinterpret_cast<V*>(aligned_words(&storage, kProbeDepth * kProbeCols));
+  for (size_t i = 0; i < kProbeDepth * kProbeCols / Lanes; ++i) w[i] = V{} + 1e-3f * static_cast<float>(i % 7);
+  const std::vector<float> x(kProbeDepth, 0.5f);
+  return best_rate(passes, double(kProbeReps) * kProbeDepth * kProbeCols, [&] {
+    for (size_t rep = 0; rep < kProbeReps; ++rep) {
+      for (size_t p = 0; p < kProbeCols / Lanes; p += kBlock) {  // blocks of panels, depth inner
         V acc[kBlock] = {};
-        const V* wp = w + p * kDepth;
-        for (size_t k = 0; k < kDepth; ++k) {
-          for (size_t b = 0; b < kBlock; ++b) acc[b] += x[k] * wp[b * kDepth + k];
+        const V* wp = w + p * kProbeDepth;
+        for (size_t k = 0; k < kProbeDepth; ++k) {
+          for (size_t b = 0; b < kBlock; ++b) acc[b] += x[k] * wp[b * kProbeDepth + k];
         }
         for (size_t b = 0; b < kBlock; ++b) asm volatile("" : : "v"(acc[b]));
       }
     }
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(kReps) * kDepth * kCols / ns);
-  }
-  return best;
+  });
 }
 
 // The same product with bf16 weights, two columns per 32-bit word widened by a shift and a mask
@@ -263,22 +281,19 @@ template <int Lanes>
 double one_row_bf16_rate_with(int passes) {
   typedef float V __attribute__((vector_size(Lanes * 4)));
   typedef int32_t VI __attribute__((vector_size(Lanes * 4)));
-  constexpr size_t kDepth = 128, kCols = 512, kBlock = 2;  // 2 words vectors = 4 column vectors
-  std::vector<uint32_t> storage(kDepth * kCols / 2 + 16);
-  VI* const w = reinterpret_cast<VI*>(storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) / 4 % 16) % 16);
-  for (size_t i = 0; i < kDepth * kCols / 2 / Lanes; ++i) w[i] = VI{} + 0x3c003c00;
-  std::vector<float> x(kDepth, 0.5f);
-  double best = 0;
-  for (int pass = 0; pass < passes; ++pass) {
-    const auto t0 = Clock::now();
-    constexpr int kReps = 64;
-    for (int rep = 0; rep < kReps; ++rep) {
-      for (size_t p = 0; p < kCols / 2 / Lanes; p += kBlock) {
+  constexpr size_t kBlock = 2;  // word vectors per block: 4 column vectors
+  std::vector<uint32_t> storage;
+  VI* const w = reinterpret_cast<VI*>(aligned_words(&storage, kProbeDepth * kProbeCols / 2));
+  for (size_t i = 0; i < kProbeDepth * kProbeCols / 2 / Lanes; ++i) w[i] = VI{} + 0x3c003c00;
+  const std::vector<float> x(kProbeDepth, 0.5f);
+  return best_rate(passes, double(kProbeReps) * kProbeDepth * kProbeCols, [&] {
+    for (size_t rep = 0; rep < kProbeReps; ++rep) {
+      for (size_t p = 0; p < kProbeCols / 2 / Lanes; p += kBlock) {
         V acc[2 * kBlock] = {};
-        const VI* wp = w + p * kDepth;
-        for (size_t k = 0; k < kDepth; ++k) {
+        const VI* wp = w + p * kProbeDepth;
+        for (size_t k = 0; k < kProbeDepth; ++k) {
           for (size_t b = 0; b < kBlock; ++b) {
-            const VI v = wp[b * kDepth + k];
+            const VI v = wp[b * kProbeDepth + k];
             acc[2 * b] += x[k] * (V)(v << 16);
             acc[2 * b + 1] += x[k] * (V)(v & static_cast<int32_t>(0xffff0000u));
           }
@@ -286,10 +301,7 @@ double one_row_bf16_rate_with(int passes) {
         for (size_t b = 0; b < 2 * kBlock; ++b) asm volatile("" : : "v"(acc[b]));
       }
     }
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(kReps) * kDepth * kCols / ns);
-  }
-  return best;
+  });
 }
 
 FmaRate measure_fma(bool smoke) {

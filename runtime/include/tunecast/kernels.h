@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -338,9 +337,8 @@ TUNECAST_INLINE void tanh_vec(PanelVec* v) {
 
 enum class Act : uint8_t { kLinear = 0, kRelu = 1, kTanh = 2, kSigmoid = 3, kSoftmax = 4, kHardSigmoid = 5 };
 
-// Element-wise activations (kSoftmax is a row operation: see activate_rows). One shared copy: a
-// call per vector costs little next to exp.
-inline TUNECAST_OUT_OF_LINE void activate_vec(Act act, PanelVec* v) {
+// Element-wise activations (kSoftmax is a row operation: see activate_rows).
+TUNECAST_INLINE void activate_vec(Act act, PanelVec* v) {
   const PanelVec zero = PanelVec{};
   switch (act) {
     case Act::kRelu: *v = *v > zero ? *v : zero; break;
@@ -355,6 +353,16 @@ inline TUNECAST_OUT_OF_LINE void activate_vec(Act act, PanelVec* v) {
     }
     default: break;
   }
+}
+
+// activate_vec on x[0..n), n <= kVecWidth, in place. Out of line: one shared copy of every
+// activation (a call per vector costs little next to exp). It takes floats, not a vector: clang
+// 14's AddressSanitizer places an over-aligned local whose address escapes at a 32-byte boundary.
+inline TUNECAST_OUT_OF_LINE void activate_lanes(Act act, float* x, size_t n) {
+  PanelVec v;
+  load_lanes(x, n, &v);
+  activate_vec(act, &v);
+  store_lanes(v, n, x);
 }
 
 // Softmax over n values in place (max-subtracted; the sum runs in index order).
@@ -384,13 +392,7 @@ inline TUNECAST_OUT_OF_LINE void activate_rows(Act act, float* x, size_t rows, s
       softmax(row, cols);
       continue;
     }
-    for (size_t j = 0; j < cols; j += kVecWidth) {
-      const size_t m = lanes_at(j, cols);
-      PanelVec v;
-      load_lanes(row + j, m, &v);
-      activate_vec(act, &v);
-      store_lanes(v, m, row + j);
-    }
+    for (size_t j = 0; j < cols; j += kVecWidth) activate_lanes(act, row + j, lanes_at(j, cols));
   }
 }
 
@@ -402,28 +404,35 @@ inline TUNECAST_OUT_OF_LINE void lstm_cell(const float* TUNECAST_RESTRICT z, siz
   for (size_t j = 0; j < units; j += kVecWidth) {
     const size_t m = lanes_at(j, units);
     PanelVec i, f, g, o, cv;
-    load_lanes(z + j, m, &i);
-    load_lanes(z + units + j, m, &f);
-    load_lanes(z + 2 * units + j, m, &g);
-    load_lanes(z + 3 * units + j, m, &o);
-    load_lanes(c + j, m, &cv);
-    if (keras_default) {  // inlined: the common case pays no switch per vector
+    float lanes[4][kVecWidth];  // other activations run on plain floats (see activate_lanes)
+    if (keras_default) {  // inlined: the common case pays no call per vector
+      load_lanes(z + j, m, &i);
+      load_lanes(z + units + j, m, &f);
+      load_lanes(z + 2 * units + j, m, &g);
+      load_lanes(z + 3 * units + j, m, &o);
       sigmoid_vec(&i);
       sigmoid_vec(&f);
       tanh_vec(&g);
       sigmoid_vec(&o);
     } else {
-      activate_vec(gate_act, &i);
-      activate_vec(gate_act, &f);
-      activate_vec(cell_act, &g);
-      activate_vec(gate_act, &o);
+      for (int q = 0; q < 4; ++q) {  // gates i, f, g, o
+        std::memcpy(lanes[q], z + q * units + j, m * sizeof(float));
+        activate_lanes(q == 2 ? cell_act : gate_act, lanes[q], m);
+      }
+      load_lanes(lanes[0], m, &i);
+      load_lanes(lanes[1], m, &f);
+      load_lanes(lanes[2], m, &g);
+      load_lanes(lanes[3], m, &o);
     }
+    load_lanes(c + j, m, &cv);
     cv = f * cv + i * g;
     store_lanes(cv, m, c + j);
     if (keras_default) {
       tanh_vec(&cv);
     } else {
-      activate_vec(cell_act, &cv);
+      store_lanes(cv, m, lanes[0]);
+      activate_lanes(cell_act, lanes[0], m);
+      load_lanes(lanes[0], m, &cv);
     }
     store_lanes(o * cv, m, h + j);
   }
