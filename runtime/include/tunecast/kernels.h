@@ -183,25 +183,35 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
   }
 }
 
-// Rows [r0, r1) x panels [p0, p1) in blocks of exactly R rows and P panels (whole multiples).
-template <int R, int P, typename W>
+// Rows [r0, r1) x panels [p0, p1) in blocks of R rows and exactly P panels (p1 - p0 a multiple
+// of P); with `row_remainder`, the rows left after the last whole block go one at a time.
+template <int R, int P, bool row_remainder = false, typename W>
 TUNECAST_INLINE void matmul_blocks(const float* x, size_t x_stride, size_t r0, size_t r1,
                                    size_t depth, const W* w, size_t p0, size_t p1,
                                    const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panel_stride = depth * kPanelWidth;
-  // Panels outermost: a block of panels stays in L1 while every row block reads it.
+  // Panels outermost: a block of panels stays in L1 while every row block reads it, the
+  // remainder rows included.
   for (size_t p = p0; p < p1; p += P) {
-    for (size_t r = r0; r < r1; r += R) {
-      matmul_block<R, P, W>(x + r * x_stride, x_stride, depth, w + p * panel_stride, panel_stride,
-                            bias ? bias + p * kPanelWidth : nullptr,
+    const W* wp = w + p * panel_stride;
+    const float* bp = bias ? bias + p * kPanelWidth : nullptr;
+    size_t r = r0;
+    for (; r + R <= r1; r += R) {
+      matmul_block<R, P, W>(x + r * x_stride, x_stride, depth, wp, panel_stride, bp,
                             y + r * y_stride + p * kPanelWidth, y_stride, accumulate);
+    }
+    if (row_remainder) {
+      for (; r < r1; ++r) {
+        matmul_block<1, P, W>(x + r * x_stride, x_stride, depth, wp, panel_stride, bp,
+                              y + r * y_stride + p * kPanelWidth, y_stride, accumulate);
+      }
     }
   }
 }
 
 // Any rows [r0, r1) x panels [p0, p1): blocks of kFewRows rows x kRowPanels panels (greedy, the
 // first beam-search steps: rows share wide panel blocks streamed from L2), remainders narrower.
-// Also takes a batch's remainders, so a build holds 5 block shapes rather than 8 (code size).
+// Also takes a batch's odd last panel, so a build holds 6 block shapes rather than 8 (code size).
 template <typename W>
 TUNECAST_OUT_OF_LINE void matmul_few_rows(const float* x, size_t x_stride, size_t r0, size_t r1,
                                           size_t depth, const W* w, size_t p0, size_t p1,
@@ -228,19 +238,16 @@ template <typename W>
 TUNECAST_OUT_OF_LINE void matmul(const float* x, size_t x_stride, size_t rows, size_t depth, const W* w,
                    size_t cols, const float* bias, float* y, size_t y_stride, bool accumulate) {
   const size_t panels = (cols + kPanelWidth - 1) / kPanelWidth;
-  size_t r = 0;
-  if (rows >= static_cast<size_t>(kBatchRows)) {
-    const size_t r_full = rows / kBatchRows * kBatchRows;
-    const size_t p_full = panels / kBatchPanels * kBatchPanels;
-    matmul_blocks<kBatchRows, kBatchPanels>(x, x_stride, 0, r_full, depth, w, 0, p_full, bias, y,
-                                            y_stride, accumulate);
-    if (p_full < panels) {
-      matmul_few_rows(x, x_stride, 0, r_full, depth, w, p_full, panels, bias, y, y_stride,
-                      accumulate);
-    }
-    r = r_full;
+  if (rows < static_cast<size_t>(kBatchRows)) {
+    matmul_few_rows(x, x_stride, 0, rows, depth, w, 0, panels, bias, y, y_stride, accumulate);
+    return;
   }
-  if (r < rows) matmul_few_rows(x, x_stride, r, rows, depth, w, 0, panels, bias, y, y_stride, accumulate);
+  const size_t p_full = panels / kBatchPanels * kBatchPanels;
+  matmul_blocks<kBatchRows, kBatchPanels, true>(x, x_stride, 0, rows, depth, w, 0, p_full, bias, y,
+                                                y_stride, accumulate);
+  if (p_full < panels) {
+    matmul_few_rows(x, x_stride, 0, rows, depth, w, p_full, panels, bias, y, y_stride, accumulate);
+  }
 }
 
 // Rows of x that are all zero add nothing: the product skips them (MIOpen's KTN input is a
