@@ -372,21 +372,29 @@ inline TUNECAST_OUT_OF_LINE void activate_lanes(Act act, float* x, size_t n) {
   store_lanes(v, n, x);
 }
 
-// Softmax over n values in place (max-subtracted; the sum runs in index order).
-inline TUNECAST_OUT_OF_LINE void softmax(float* x, size_t n) {
-  float max_value = x[0];
-  for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
+// Sets *max_value to the largest of x[0..n) and returns the sum of exp(x[i] - max) in index
+// order; with `keep`, x[i] becomes exp(x[i] - max).
+TUNECAST_INLINE float sum_exp_shifted(float* x, size_t n, bool keep, float* max_value) {
+  float top = x[0];
+  for (size_t i = 1; i < n; ++i) top = x[i] > top ? x[i] : top;
   float sum = 0.0f;
   for (size_t i = 0; i < n; i += kVecWidth) {
     const size_t m = lanes_at(i, n);
     PanelVec v;
     load_lanes(x + i, m, &v);
-    v -= max_value;
+    v -= top;
     exp_vec(&v);
-    store_lanes(v, m, x + i);
+    if (keep) store_lanes(v, m, x + i);
     for (size_t j = 0; j < m; ++j) sum += v[j];
   }
-  const float inv = 1.0f / sum;
+  *max_value = top;
+  return sum;
+}
+
+// Softmax over n values in place (max-subtracted).
+inline TUNECAST_OUT_OF_LINE void softmax(float* x, size_t n) {
+  float max_value;
+  const float inv = 1.0f / sum_exp_shifted(x, n, true, &max_value);
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
@@ -447,19 +455,9 @@ inline TUNECAST_OUT_OF_LINE void lstm_cell(const float* TUNECAST_RESTRICT z, siz
 
 // log-softmax of n values in place; values become log-probabilities.
 inline TUNECAST_OUT_OF_LINE void log_softmax(float* x, size_t n) {
-  float max_value = x[0];
-  for (size_t i = 1; i < n; ++i) max_value = x[i] > max_value ? x[i] : max_value;
-  float sum = 0.0f;
-  for (size_t i = 0; i < n; i += kVecWidth) {
-    const size_t m = lanes_at(i, n);
-    PanelVec v;
-    load_lanes(x + i, m, &v);
-    v -= max_value;
-    exp_vec(&v);
-    for (size_t j = 0; j < m; ++j) sum += v[j];
-  }
+  float max_value;
   // std::log runs once per row.
-  const float log_sum = __builtin_logf(sum);
+  const float log_sum = __builtin_logf(sum_exp_shifted(x, n, false, &max_value));
   for (size_t i = 0; i < n; ++i) x[i] = x[i] - max_value - log_sum;
 }
 
