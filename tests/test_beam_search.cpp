@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <queue>
 #include <string>
 #include <vector>
@@ -307,6 +308,57 @@ TEST_CASE("beam search on MIOpen's gfx908 ConvAsm1x1U KTN") {
     }
     MESSAGE("constraints removed " << removed << " expansions over the sample");
     CHECK(removed > 0);  // the rules do prune this model's choices
+  }
+
+  SUBCASE("a decoder step over 100 beams gives every row the bits a step over one row gives") {
+    // Wide steps run in blocks of layers::kLstmStepRows rows and keep one copy of each LSTM's
+    // sequence output and h: neither may change a row's numbers.
+    const int dec = static_cast<int>(model.root()->seq2seq()->decoder());
+    const tunecast::GraphInfo& g = model.graph(dec);
+    const int inputs = static_cast<int>(g.graph->inputs()->size());
+    const int outputs = static_cast<int>(g.graph->outputs()->size());
+    constexpr int kRows = 100;
+    std::vector<std::vector<float>> in(inputs), out(outputs), one_out(outputs);
+    uint32_t seed = 12345;
+    for (int i = 0; i < inputs; ++i) {
+      const size_t cols = g.value_cols[g.graph->inputs()->Get(i)];
+      in[i].resize(kRows * cols);
+      for (size_t j = 0; j < in[i].size(); ++j) {
+        seed = seed * 1664525u + 1013904223u;
+        // token input: a token index; states: values in [-1, 1)
+        in[i][j] = i == static_cast<int>(model.root()->seq2seq()->token_input())
+                       ? static_cast<float>(seed >> 8 & 31)
+                       : static_cast<float>(seed >> 8) / 8388608.0f - 1.0f;
+      }
+    }
+    std::vector<const float*> in_ptrs(inputs), one_in(inputs);
+    std::vector<float*> out_ptrs(outputs), one_ptrs(outputs);
+    for (int i = 0; i < inputs; ++i) in_ptrs[i] = in[i].data();
+    for (int o = 0; o < outputs; ++o) {
+      const size_t cols = g.value_cols[g.graph->outputs()->Get(o)];
+      out[o].resize(kRows * cols);
+      one_out[o].resize(cols);
+      out_ptrs[o] = out[o].data();
+      one_ptrs[o] = one_out[o].data();
+    }
+    std::vector<unsigned char> scratch(model.scratch_bytes(kRows));
+    REQUIRE(tunecast::run_graph(model, dec, kRows, in_ptrs.data(), inputs, out_ptrs.data(), outputs,
+                                scratch.data(), scratch.size())
+                .is_ok());
+    for (int r = 0; r < kRows; ++r) {
+      for (int i = 0; i < inputs; ++i) {
+        one_in[i] = in[i].data() + r * g.value_cols[g.graph->inputs()->Get(i)];
+      }
+      REQUIRE(tunecast::run_graph(model, dec, 1, one_in.data(), inputs, one_ptrs.data(), outputs,
+                                  scratch.data(), scratch.size())
+                  .is_ok());
+      for (int o = 0; o < outputs; ++o) {
+        const size_t cols = one_out[o].size();
+        CAPTURE(r);
+        CAPTURE(o);
+        CHECK(std::memcmp(one_out[o].data(), out[o].data() + r * cols, cols * sizeof(float)) == 0);
+      }
+    }
   }
 
   SUBCASE("a constraint that rejects everything gives 'no valid candidate'") {

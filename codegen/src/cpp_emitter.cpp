@@ -575,7 +575,7 @@ class Emitter {
         names.values.push_back(members.take(names.prefix + "_" + (base.empty() ? "v" + std::to_string(v) : base)));
       }
       names.temp = members.take(names.prefix + "_temp");
-      names.temp_floats = info.temp_floats_fixed + info.temp_floats_per_row * static_cast<size_t>(rows_bound(info));
+      names.temp_floats = info.temp_floats(rows_bound(info));
       if (names.temp_floats == 0) names.temp_floats = kernels::kPanelWidth;
       for (const schema::Layer* layer : *info.graph->layers()) {
         const std::string base = "k" + camel(layer->name() ? layer->name()->str() : "layer");
@@ -713,6 +713,7 @@ class Emitter {
       const GraphInfo& info = model_.graph(g);
       const GraphNames& names = graph_names_.at(g);
       for (uint32_t v = 0; v < info.value_count; ++v) {
+        if (info.storage[v] != v) continue;  // shares another value's array (value_ptr)
         const bool per_beam = info.value_rows[v] == 0;
         w.line("    alignas(64) float %s[%s * %zu];  // [%s, %u]", names.values[v].c_str(),
                per_beam ? "kMaxBeam" : std::to_string(info.value_rows[v]).c_str(),
@@ -768,7 +769,7 @@ class Emitter {
 
   // ---- source ----
   std::string value_ptr(int g, uint32_t v) const {
-    return "s." + graph_names_.at(g).values[v];
+    return "s." + graph_names_.at(g).values[model_.graph(g).storage[v]];
   }
   std::string rows_of(const GraphInfo& info, uint32_t v) const {
     return info.value_rows[v] == 0 ? "rows" : std::to_string(info.value_rows[v]);
@@ -843,20 +844,22 @@ class Emitter {
           const bool has_initial = ins.size() == 3;
           w->line("  // %s: lstm %zu units, [%s, %u] -> sequence [%s, %zu], h, c", comment_text(lname).c_str(), units,
                   r(in).c_str(), info.value_cols[in], r(out).c_str(), units);
-          w->line("  TUNECAST_RETURN_IF_ERROR(layers::lstm_input(%s, %s, %s, %s, %s, %s, %u, %zu, %s, s.%s, %zu));",
-                  cname.c_str(), layer->token_input() ? "true" : "false", v(in).c_str(), st(in).c_str(), r(in).c_str(),
-                  weights_of(layer, "Kernel").c_str(), layer->kernel()->rows(), units, bias_of(layer).c_str(),
-                  names.temp.c_str(), z_stride);
           const std::string gate = act_name(to_act(layer->recurrent_activation()));
           const std::string cell = act_name(to_act(layer->cell_activation()));
           if (batched) {
-            w->line("  layers::lstm_step(%s, %zu, %s, %s, %s, %s, %s, %s, %s, s.%s, %zu, %s, %s, %s, %s, %s, %s);",
-                    r(in).c_str(), units, weights_of(layer, "Recurrent").c_str(),
+            w->line("  TUNECAST_RETURN_IF_ERROR(layers::lstm_batch(%s, %s, %s, %s, %s, %s, %u, %zu, %s, %s, %s, %s, %s, %s, %s, %s, s.%s, %zu, %s, %s, %s, %s, %s, %s));",
+                    cname.c_str(), layer->token_input() ? "true" : "false", v(in).c_str(), st(in).c_str(), r(in).c_str(),
+                    weights_of(layer, "Kernel").c_str(), layer->kernel()->rows(), units, bias_of(layer).c_str(),
+                    weights_of(layer, "Recurrent").c_str(),
                     has_initial ? v(ins[1]).c_str() : "nullptr", has_initial ? st(ins[1]).c_str() : "0",
                     has_initial ? v(ins[2]).c_str() : "nullptr", has_initial ? st(ins[2]).c_str() : "0",
                     gate.c_str(), cell.c_str(), names.temp.c_str(), z_stride, v(outs[1]).c_str(), st(outs[1]).c_str(),
                     v(outs[2]).c_str(), st(outs[2]).c_str(), v(out).c_str(), st(out).c_str());
           } else {
+            w->line("  TUNECAST_RETURN_IF_ERROR(layers::lstm_input(%s, %s, %s, %s, %s, %s, %u, %zu, %s, s.%s, %zu));",
+                    cname.c_str(), layer->token_input() ? "true" : "false", v(in).c_str(), st(in).c_str(), r(in).c_str(),
+                    weights_of(layer, "Kernel").c_str(), layer->kernel()->rows(), units, bias_of(layer).c_str(),
+                    names.temp.c_str(), z_stride);
             w->line("  layers::lstm_sequence(%s, %zu, %s, %s, %s, %s, %s, %s, %s, s.%s, %zu, %s, %s, %s, %s);",
                     r(in).c_str(), units, weights_of(layer, "Recurrent").c_str(),
                     has_initial ? v(ins[1]).c_str() : "nullptr", has_initial ? v(ins[2]).c_str() : "nullptr",

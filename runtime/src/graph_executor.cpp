@@ -43,8 +43,9 @@ auto with_weights(const schema::Matrix* m, F&& f) {
   return f(m->data()->data());
 }
 
-// Kernel and recurrent weights are each float or Half (token tables always float): the input
-// projection and the recurrence dispatch separately, two instantiations each rather than four.
+// Kernel and recurrent weights are each float or Half (token tables always float). A sequence
+// LSTM's input projection and recurrence dispatch separately (two instantiations each rather than
+// four); a batched step interleaves them per block of rows and dispatches inside.
 Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
   const auto& ins = *layer->inputs();
   const uint32_t x = ins[0];
@@ -54,27 +55,32 @@ Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
   const size_t units = layer->units();
   const size_t z_stride = padded_cols(4 * units);
   const bool initial = ins.size() == 3;
+  const float* h0 = initial ? a->value[ins[1]] : nullptr;
+  const float* c0 = initial ? a->value[ins[2]] : nullptr;
+  const size_t h0_stride = initial ? a->stride[ins[1]] : 0;
+  const size_t c0_stride = initial ? a->stride[ins[2]] : 0;
+  const Act gate_act = to_act(layer->recurrent_activation());
+  const Act cell_act = to_act(layer->cell_activation());
+  if (batched) {
+    auto any = [](const schema::Matrix* m) {
+      return with_weights(m, [](const auto* w) { return layers::AnyWeights(w); });
+    };
+    return layers::lstm_batch(name_of(layer), layer->token_input(), a->value[x], a->stride[x],
+                              a->rows[x], any(layer->kernel()), layer->kernel()->rows(), units,
+                              bias_of(layer), any(layer->recurrent()), h0, h0_stride, c0,
+                              c0_stride, gate_act, cell_act, a->temp, z_stride, a->value[h],
+                              a->stride[h], a->value[c], a->stride[c], a->value[seq],
+                              a->stride[seq]);
+  }
   TUNECAST_RETURN_IF_ERROR(with_weights(layer->kernel(), [&](const auto* kernel) {
     return layers::lstm_input(name_of(layer), layer->token_input(), a->value[x], a->stride[x],
                               a->rows[x], kernel, layer->kernel()->rows(), units, bias_of(layer),
                               a->temp, z_stride);
   }));
-  const Act gate_act = to_act(layer->recurrent_activation());
-  const Act cell_act = to_act(layer->cell_activation());
   with_weights(layer->recurrent(), [&](const auto* recurrent) {
-    if (batched) {
-      layers::lstm_step(a->rows[x], units, recurrent,
-                        initial ? a->value[ins[1]] : nullptr, initial ? a->stride[ins[1]] : 0,
-                        initial ? a->value[ins[2]] : nullptr, initial ? a->stride[ins[2]] : 0,
-                        gate_act, cell_act, a->temp, z_stride, a->value[h], a->stride[h],
-                        a->value[c], a->stride[c], a->value[seq], a->stride[seq]);
-    } else {
-      layers::lstm_sequence(a->rows[x], units, recurrent,
-                            initial ? a->value[ins[1]] : nullptr,
-                            initial ? a->value[ins[2]] : nullptr, gate_act, cell_act,
-                            layer->reverse(), layer->return_sequences(), a->temp, z_stride,
-                            a->value[h], a->value[c], a->value[seq], a->stride[seq]);
-    }
+    layers::lstm_sequence(a->rows[x], units, recurrent, h0, c0, gate_act, cell_act,
+                          layer->reverse(), layer->return_sequences(), a->temp, z_stride,
+                          a->value[h], a->value[c], a->value[seq], a->stride[seq]);
   });
   return Status::ok();
 }
@@ -83,8 +89,10 @@ Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
 
 size_t graph_floats(const GraphInfo& info, int batch) {
   size_t total = 0;
-  for (uint32_t v = 0; v < info.value_count; ++v) total += value_floats(info, v, batch);
-  total += align_floats(info.temp_floats_fixed + info.temp_floats_per_row * batch);
+  for (uint32_t v = 0; v < info.value_count; ++v) {
+    if (info.storage[v] == v) total += value_floats(info, v, batch);
+  }
+  total += align_floats(info.temp_floats(batch));
   return total;
 }
 
@@ -94,9 +102,11 @@ void bind_graph(const GraphInfo& info, int batch, float* base, GraphArena* arena
   for (uint32_t v = 0; v < info.value_count; ++v) {
     arena->rows[v] = value_rows(info, v, batch);
     arena->stride[v] = padded_cols(info.value_cols[v]);
+    if (info.storage[v] != v) continue;
     arena->value[v] = base + offset;
     offset += value_floats(info, v, batch);
   }
+  for (uint32_t v = 0; v < info.value_count; ++v) arena->value[v] = arena->value[info.storage[v]];
   arena->temp = base + offset;
 }
 

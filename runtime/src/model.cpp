@@ -8,6 +8,7 @@
 
 #include "constraint_vm.h"
 #include "tunecast/kernels.h"
+#include "tunecast/layers.h"
 
 namespace tunecast {
 namespace {
@@ -127,6 +128,7 @@ Status check_graph(const schema::Graph* g, int index, GraphInfo* info) {
     }
     info->value_rows[v] = value->rows();
     info->value_cols[v] = value->cols();
+    info->storage[v] = v;
   }
 
   bool defined[kMaxValues] = {};
@@ -267,7 +269,8 @@ Status check_graph(const schema::Graph* g, int index, GraphInfo* info) {
         const size_t gates = round_up_panel(4 * u);
         if (batched) {
           info->multiply_adds_per_row += per_step;
-          info->temp_floats_per_row = std::max(info->temp_floats_per_row, gates);
+          info->temp_floats_per_step_row = std::max(info->temp_floats_per_step_row, gates);
+          info->storage[outs[0]] = outs[1];
         } else {
           info->multiply_adds_fixed += per_step * x.rows;
           info->temp_floats_fixed = std::max(info->temp_floats_fixed, gates * x.rows);
@@ -461,6 +464,12 @@ Status check_seq2seq(const schema::Model* root, const GraphInfo* graphs, int gra
 }
 
 }  // namespace
+
+size_t GraphInfo::temp_floats(int batch) const {
+  const size_t rows = static_cast<size_t>(batch);
+  return temp_floats_fixed + temp_floats_per_row * rows +
+         temp_floats_per_step_row * std::min(rows, layers::kLstmStepRows);
+}
 
 Status Model::load(const void* data, size_t size, Model* out) {
   *out = Model();

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__F16C__) || defined(__AVX512F__)
+#if defined(__AVX__)  // implied by F16C and AVX-512
 #include <immintrin.h>
 #endif
 
@@ -308,13 +308,32 @@ TUNECAST_INLINE size_t lanes_at(size_t i, size_t n) {
   return n - i < static_cast<size_t>(kVecWidth) ? n - i : static_cast<size_t>(kVecWidth);
 }
 
+// max(min(x, hi), lo) lane by lane, NaN becoming hi on every path (min/max return their second
+// operand for NaN). One instruction each where the ISA has one: a ternary compiles to a compare
+// and a blend.
+TUNECAST_INLINE void clamp_vec(float lo, float hi, PanelVec* v) {
+#if defined(__AVX512F__)
+  // Full-mask forms: GCC 12's unmasked ones pass an "undefined" vector that -Wmaybe-uninitialized
+  // reports at every call site. The mask of all lanes compiles to the plain instruction.
+  const __m512 lo_v = _mm512_set1_ps(lo);
+  const __m512 y = _mm512_mask_min_ps(lo_v, 0xffff, (__m512)*v, _mm512_set1_ps(hi));
+  *v = (PanelVec)_mm512_mask_max_ps(lo_v, 0xffff, y, lo_v);
+#elif defined(__AVX__)
+  *v = (PanelVec)_mm256_max_ps(_mm256_min_ps((__m256)*v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
+#else
+  PanelVec lo_v, hi_v;
+  splat(lo, &lo_v);
+  splat(hi, &hi_v);
+  *v = *v < hi_v ? *v : hi_v;
+  *v = *v > lo_v ? *v : lo_v;
+#endif
+}
+
 // exp with a Cephes-style range reduction and degree-6 polynomial (about 2 ulp on [-87, 88]).
+// Every path gives the same bits: vscalefps is the exact p * 2^n the integer path builds.
 TUNECAST_INLINE void exp_vec(PanelVec* v) {
-  PanelVec hi, lo;
-  splat(88.0f, &hi);
-  splat(-87.0f, &lo);
-  PanelVec x = *v < hi ? *v : hi;
-  x = x > lo ? x : lo;
+  PanelVec x = *v;
+  clamp_vec(-87.0f, 88.0f, &x);
   const float kLog2e = 1.44269504088896341f;
   const float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest
   const PanelVec n = (x * kLog2e + kRound) - kRound;
@@ -326,8 +345,12 @@ TUNECAST_INLINE void exp_vec(PanelVec* v) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
+#if defined(__AVX512F__)
+  *v = (PanelVec)_mm512_mask_scalef_ps((__m512)p, 0xffff, (__m512)p, (__m512)n);  // see clamp_vec
+#else
   const LaneInts bits = (__builtin_convertvector(n, LaneInts) + 127) << 23;
   *v = p * (PanelVec)bits;  // a vector cast reinterprets the bits
+#endif
 }
 
 TUNECAST_INLINE void sigmoid_vec(PanelVec* v) {

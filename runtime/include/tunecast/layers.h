@@ -104,8 +104,53 @@ void lstm_step(size_t rows, size_t units, const W* recurrent, const float* h0, s
       std::memset(cr, 0, units * sizeof(float));
     }
     kernels::lstm_cell(z + r * z_stride, units, hr, cr, gate_act, cell_act);
-    std::memcpy(seq + r * seq_stride, hr, units * sizeof(float));
+    if (seq != h) std::memcpy(seq + r * seq_stride, hr, units * sizeof(float));
   }
+}
+
+// Rows of a batched LSTM step computed together. The gate pre-activations of this many rows, not
+// of the whole beam, sit in the temporary region (wide beams keep a small scratch); 32 rows per
+// product still run at the FMA peak, and the block shape changes no bit.
+constexpr size_t kLstmStepRows = 32;
+
+// Product weights of either type, for a layer that picks its kernels at run time: one copy of
+// its code rather than one per combination of weight types.
+struct AnyWeights {
+  AnyWeights(const float* w) : f32(w) {}            // NOLINT: implicit, as the pointer it wraps
+  AnyWeights(const kernels::Half* w) : f16(w) {}    // NOLINT
+  const float* f32 = nullptr;
+  const kernels::Half* f16 = nullptr;
+};
+
+// A batched LSTM layer (decoder step over the beams): lstm_input then lstm_step, kLstmStepRows
+// rows at a time; z holds kLstmStepRows rows. `seq` may be `h` (one copy of the same numbers).
+inline TUNECAST_OUT_OF_LINE Status lstm_batch(
+    const char* name, bool token_input, const float* x, size_t x_stride, size_t rows,
+    AnyWeights kernel, size_t kernel_rows, size_t units, const float* bias, AnyWeights recurrent,
+    const float* h0, size_t h0_stride, const float* c0, size_t c0_stride, Act gate_act,
+    Act cell_act, float* z, size_t z_stride, float* h, size_t h_stride, float* c, size_t c_stride,
+    float* seq, size_t seq_stride) {
+  for (size_t r0 = 0; r0 < rows; r0 += kLstmStepRows) {
+    const size_t n = rows - r0 < kLstmStepRows ? rows - r0 : kLstmStepRows;
+    const float* xr = x + r0 * x_stride;
+    TUNECAST_RETURN_IF_ERROR(
+        kernel.f16 != nullptr
+            ? lstm_input(name, token_input, xr, x_stride, n, kernel.f16, kernel_rows, units, bias, z, z_stride)
+            : lstm_input(name, token_input, xr, x_stride, n, kernel.f32, kernel_rows, units, bias, z, z_stride));
+    const float* h0r = h0 != nullptr ? h0 + r0 * h0_stride : nullptr;
+    const float* c0r = c0 != nullptr ? c0 + r0 * c0_stride : nullptr;
+    float* hr = h + r0 * h_stride;
+    float* cr = c + r0 * c_stride;
+    float* seqr = seq == h ? hr : seq + r0 * seq_stride;
+    if (recurrent.f16 != nullptr) {
+      lstm_step(n, units, recurrent.f16, h0r, h0_stride, c0r, c0_stride, gate_act, cell_act, z,
+                z_stride, hr, h_stride, cr, c_stride, seqr, seq_stride);
+    } else {
+      lstm_step(n, units, recurrent.f32, h0r, h0_stride, c0r, c0_stride, gate_act, cell_act, z,
+                z_stride, hr, h_stride, cr, c_stride, seqr, seq_stride);
+    }
+  }
+  return Status::ok();
 }
 
 // An LSTM over a sequence (rows are time steps, batch 1), from z = lstm_input(...). h and c are

@@ -40,9 +40,15 @@ struct GraphInfo {
   uint32_t value_rows[kMaxValues] = {};   // 0: one row per beam
   uint32_t value_cols[kMaxValues] = {};
   bool batched = false;
-  // Floats of the per-layer temporary region for one row / fixed rows (see graph executor).
+  // value whose memory v uses: v itself, or for a batched LSTM's sequence output that LSTM's h
+  // (the same numbers), so a wide beam keeps one copy.
+  uint32_t storage[kMaxValues] = {};
+  // Floats of the per-layer temporary region: fixed, per row, and per row of a batched LSTM step
+  // (which runs layers::kLstmStepRows rows at a time). Layers use the region one after another.
   size_t temp_floats_fixed = 0;
   size_t temp_floats_per_row = 0;
+  size_t temp_floats_per_step_row = 0;
+  size_t temp_floats(int batch) const;
   uint64_t multiply_adds_fixed = 0;       // per run, fixed-row part
   uint64_t multiply_adds_per_row = 0;     // per run, per beam
 };
