@@ -109,8 +109,9 @@ void lstm_step(size_t rows, size_t units, const W* recurrent, const float* h0, s
 }
 
 // Rows of a batched LSTM step computed together. The gate pre-activations of this many rows, not
-// of the whole beam, sit in the temporary region (wide beams keep a small scratch); 32 rows per
-// product still run at the FMA peak, and the block shape changes no bit.
+// of the whole beam, sit in the temporary region: a wide beam keeps a small scratch, and the cells
+// read z while it is still in cache (a step over 100 beams got faster: docs/benchmarks.md). How
+// rows are grouped changes no bit.
 constexpr size_t kLstmStepRows = 32;
 
 // Product weights of either type, for a layer that picks its kernels at run time: one copy of
