@@ -425,7 +425,8 @@ TEST_CASE("rules: the verifier rejects malicious bytecode with readable messages
   std::vector<int32_t> huge(kMaxCodeLength + 1, kNot);
   huge[0] = kPushInt;
   CHECK(verify_error(huge) == name + "bytecode has 8193 words, more than the limit 8192");
-  const vm::ProgramView no_constants{std::vector<int32_t>{kPushConst, 0}.data(), 2, nullptr, 3};
+  const std::vector<int32_t> push_const{kPushConst, 0};
+  const vm::ProgramView no_constants{push_const.data(), 2, nullptr, 3};
   CHECK_FALSE(vm::verify(no_constants, 0, "x").is_ok());
 }
 
