@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tunecast/codegen/model_ir.h"
 #include "tunecast/codegen/rules_compiler.h"
@@ -11,6 +13,18 @@
 namespace tunecast_test {
 
 namespace tiny_ir = tunecast::ir;
+
+// A layer with the fields every layer sets; callers add its weights and options.
+inline tiny_ir::Layer tiny_layer(tiny_ir::LayerType type, const char* name, std::vector<uint32_t> inputs,
+                                 std::vector<uint32_t> outputs, uint32_t units = 0) {
+  tiny_ir::Layer layer;
+  layer.type = type;
+  layer.name = name;
+  layer.inputs = std::move(inputs);
+  layer.outputs = std::move(outputs);
+  layer.units = units;
+  return layer;
+}
 
 // Next-token scores of tiny_seq2seq, row = previous token. From the start 1 looks best, but after
 // 1 nothing is likely while after 2 the next token is almost sure: greedy misses the best sequence
@@ -32,12 +46,7 @@ inline tiny_ir::Model tiny_seq2seq(tunecast::schema::EndPolicy policy = tunecast
   enc.name = "encoder";
   const uint32_t x = enc.add_value("x", 1, 1);
   const uint32_t s = enc.add_value("s", 1, 2);
-  tiny_ir::Layer dense;
-  dense.type = tiny_ir::LayerType::Dense;
-  dense.name = "state";
-  dense.inputs = {x};
-  dense.outputs = {s};
-  dense.units = 2;
+  tiny_ir::Layer dense = tiny_layer(tiny_ir::LayerType::Dense, "state", {x}, {s}, 2);
   dense.kernel = {1, 2, {1.0f, -1.0f}};
   dense.bias = {0.5f, 0.25f};
   enc.layers.push_back(dense);
@@ -51,20 +60,11 @@ inline tiny_ir::Model tiny_seq2seq(tunecast::schema::EndPolicy policy = tunecast
   const uint32_t state = dec.add_value("state", 0, 2);
   const uint32_t logits = dec.add_value("logits", 0, 4);
   const uint32_t state_out = dec.add_value("state_out", 0, 2);
-  tiny_ir::Layer table;
-  table.type = tiny_ir::LayerType::Embedding;
-  table.name = "transitions";
-  table.inputs = {token};
-  table.outputs = {logits};
+  tiny_ir::Layer table = tiny_layer(tiny_ir::LayerType::Embedding, "transitions", {token}, {logits});
   table.kernel.rows = 4;
   table.kernel.cols = 4;
   for (const auto& row : kTinyTransitions) table.kernel.data.insert(table.kernel.data.end(), row, row + 4);
-  tiny_ir::Layer carry;
-  carry.type = tiny_ir::LayerType::Dense;
-  carry.name = "carry";
-  carry.inputs = {state};
-  carry.outputs = {state_out};
-  carry.units = 2;
+  tiny_ir::Layer carry = tiny_layer(tiny_ir::LayerType::Dense, "carry", {state}, {state_out}, 2);
   carry.activation = tiny_ir::Activation::Tanh;
   carry.kernel = {2, 2, {1.0f, 0.0f, 0.0f, 1.0f}};
   dec.layers = {table, carry};
@@ -119,21 +119,11 @@ inline tiny_ir::Model tiny_feed_forward() {
   const uint32_t x = g.add_value("x", 1, 3);
   const uint32_t h = g.add_value("h", 1, 4);
   const uint32_t y = g.add_value("y", 1, 2);
-  tiny_ir::Layer d1;
-  d1.type = tiny_ir::LayerType::Dense;
-  d1.name = "hidden";
-  d1.inputs = {x};
-  d1.outputs = {h};
-  d1.units = 4;
+  tiny_ir::Layer d1 = tiny_layer(tiny_ir::LayerType::Dense, "hidden", {x}, {h}, 4);
   d1.activation = tiny_ir::Activation::Relu;
   d1.kernel = {3, 4, {0.1f, 0.2f, 0.3f, 0.4f, -0.5f, 0.6f, -0.7f, 0.8f, 0.9f, -1.0f, 1.1f, 1.2f}};
   d1.bias = {0.0f, 0.1f, 0.2f, 0.3f};
-  tiny_ir::Layer d2;
-  d2.type = tiny_ir::LayerType::Dense;
-  d2.name = "out";
-  d2.inputs = {h};
-  d2.outputs = {y};
-  d2.units = 2;
+  tiny_ir::Layer d2 = tiny_layer(tiny_ir::LayerType::Dense, "out", {h}, {y}, 2);
   d2.kernel = {4, 2, {1.0f, -1.0f, 0.5f, 0.5f, -0.25f, 0.25f, 2.0f, 0.0f}};
   g.layers = {d1, d2};
   g.inputs = {x};

@@ -431,13 +431,16 @@ class Writer {
   std::string out_;
 };
 
-// A float array as `alignas(32) constexpr float NAME[N] = {...};`, eight values per line.
-void write_floats(Writer* w, const std::string& name, const float* data, size_t count) {
-  w->line("alignas(32) constexpr float %s[%zu] = {", name.c_str(), count);
+// `alignas(32) constexpr TYPE NAME[N] = {...};` with `per_line` values per line, each spelled by
+// `literal(i)`.
+template <typename Literal>
+void write_array(Writer* w, const char* type, const std::string& name, size_t count, size_t per_line,
+                 Literal&& literal) {
+  w->line("alignas(32) constexpr %s %s[%zu] = {", type, name.c_str(), count);
   std::string row;
   for (size_t i = 0; i < count; ++i) {
-    row += float_literal(data[i]) + ",";
-    if (i % 8 == 7 || i + 1 == count) {
+    row += literal(i) + ",";
+    if (i % per_line == per_line - 1 || i + 1 == count) {
       w->line("    %s", row.c_str());
       row.clear();
     } else {
@@ -447,21 +450,15 @@ void write_floats(Writer* w, const std::string& name, const float* data, size_t 
   w->line("};");
 }
 
+void write_floats(Writer* w, const std::string& name, const float* data, size_t count) {
+  write_array(w, "float", name, count, 8, [&](size_t i) { return float_literal(data[i]); });
+}
+
 // fp16 weights (compile --weights fp16) as their bit patterns; layers.h widens them like the blob
 // runtime does.
 void write_halves(Writer* w, const std::string& name, const uint16_t* data, size_t count) {
-  w->line("alignas(32) constexpr tunecast::kernels::Half %s[%zu] = {", name.c_str(), count);
-  std::string row;
-  for (size_t i = 0; i < count; ++i) {
-    row += format("0x%04x,", data[i]);
-    if (i % 16 == 15 || i + 1 == count) {
-      w->line("    %s", row.c_str());
-      row.clear();
-    } else {
-      row += ' ';
-    }
-  }
-  w->line("};");
+  write_array(w, "tunecast::kernels::Half", name, count, 16,
+              [&](size_t i) { return format("0x%04x", data[i]); });
 }
 
 // A matrix's weights in whichever storage the blob has.
