@@ -2,7 +2,9 @@
 """Ship an ensemble made by tools/ensemble.py into weights/<solver>/ with card.md and metrics.json.
 
 Numbers come from the runtime (`tunecast eval --json`, constrained beam search), one JSON per
-(arch, precision) and split, named eval_<split>_<arch db>_<precision>.json in --evals.
+(arch, precision) and split, named eval_<split>_<arch db>_<precision>.json in --evals. Members refit
+on train + val (tools/train.py --fit-on train+val) need only test JSONs, evaluated with
+`--baselines-fit-on train+val` so that the baselines learn from the same rows.
 
   /usr/bin/python3 tools/ship_ensemble.py --ensemble DIR --runs RUN1 RUN2 RUN3 --evals DIR \\
       --dest weights/ConvAsm1x1U --combine prob --why "..." [--sweeps tools/sweeps/fourth.txt ...]
@@ -52,6 +54,21 @@ def main():
         shutil.copy(os.path.join(args.ensemble, f), os.path.join(args.dest, f))
     val, test = load_evals(args.evals, "val"), load_evals(args.evals, "test")
     m0, a = ms[0], ms[0]["args"]
+    refit = a.get("fit_on", "train") == "train+val"
+    if any(m["args"].get("fit_on", "train") != a.get("fit_on", "train") for m in ms):
+        raise SystemExit("ship_ensemble: members mix train-only and train+val fits")
+    if not test:
+        raise SystemExit(f"ship_ensemble: no eval_test_*.json in {args.evals}")
+    if refit and val:
+        raise SystemExit("ship_ensemble: members were refit on train+val, so val evals measure training data; "
+                         "leave them out of --evals")
+    if not refit and not val:
+        raise SystemExit(f"ship_ensemble: no eval_val_*.json in {args.evals}")
+    baselines_fit_on = {j["baselines"].get("fit_on", "train") for j in test.values()}
+    if baselines_fit_on != {"train+val" if refit else "train"}:
+        raise SystemExit("ship_ensemble: the baselines must learn from the rows the members learned from "
+                         "(tunecast eval --baselines-fit-on train+val for a refit, train otherwise)")
+    stop = {m["name"]: m["args"].get("stop_epoch") or m["args"]["epochs"] for m in ms}
     size = os.path.getsize(os.path.join(args.dest, "model.tcir.json")) / 1e6
     nparams = sum(m["parameters"] for m in ms)
     cmds = "\n".join(f"  `{m['command']}`\n" for m in ms)
@@ -59,6 +76,21 @@ def main():
                         f"{m['args']['seed']}, label smoothing {m['args']['label_smoothing']})" for m in ms)
     sizes = sorted({(m['args']['units'], m['args']['hidden']) for m in ms})
     sizes = "units/hidden " + " and ".join(f"{u}/{h}" for u, h in sizes)
+    if refit:
+        rows_line = (f"rows train+val {m0['rows']['train']} / test {m0['rows']['test']}: the final refit, every member "
+                     "trained on train + val with the recipe, seed and epoch count chosen on val by its train-only run")
+        checkpoint_line = ("no checkpoint selection: each member stops at the epoch its train-only run picked on "
+                           "validation (`--stop-epoch`: " + ", ".join(f"{n} {e}" for n, e in stop.items()) + ")")
+        val_section = ("Validation: none. The members learned from the val problems, so val numbers would be "
+                       "in-sample; the\nselection that chose this recipe and these members is in the previous card "
+                       "(git history).\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
+                       "train+val`).\n\n")
+    else:
+        rows_line = (f"rows train {m0['rows']['train']} / val {m0['rows']['val']} / test {m0['rows']['test']} "
+                     "(training on train only)")
+        checkpoint_line = ("checkpoint chosen on validation (mean over groups of perfect@1 + perfect@10, "
+                           "beam 10)")
+        val_section = f"## Validation split (selection), runtime `tunecast eval --split val`\n\n```\n{table(val)}\n```\n"
     card = f"""# {m0['solver']} — ensemble of {len(ms)} mlp decoders in one graph
 
 Predicts {m0['solver']}'s tuning vector for gfx900 and gfx906, FP32 and FP16, forward/backward as the
@@ -66,7 +98,7 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
 
 - Data: MIOpen perf DBs gfx900_56.db, gfx906_60.db (commit 2d1fd997), solver {m0['solver']},
   training precisions {', '.join(a.get('train_precision') or a['precision'])};
-  rows train {m0['rows']['train']} / val {m0['rows']['val']} / test {m0['rows']['test']} (training on train only).
+  {rows_line}.
 - Split: sha256('{a['split_seed']}:<descriptor>') mod 1000, <800 train, <900 val, else test; the descriptor
   is every config column but id (docs/training.md). Same problem, same split on every arch.
 - Architecture: {len(ms)} members compiled into ONE encoder graph and ONE decoder graph by
@@ -81,12 +113,11 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
   EndTokenAfterLast.
 - Training (each member): teacher forcing, cross-entropy over the whole vocabulary with label smoothing
   spread over the current position's tokens, AdamW lr {a['lr']} wd {a['wd']}, batch {a['batch']}, cosine
-  schedule, dropout {a['dropout']}, {a['epochs']} epochs; checkpoint chosen on validation (mean over groups of
-  perfect@1 + perfect@10, beam 10). About {max(m['train_seconds'] for m in ms):.0f} s each on one H200
-  (16 runs at once, {' and '.join(args.sweeps)}).
+  schedule, dropout {a['dropout']}, {a['epochs']} epochs; {checkpoint_line}. About
+  {max(m['train_seconds'] for m in ms):.0f} s each on one H200 ({' and '.join(args.sweeps)}, all runs of a plan at once).
 - Selection: {args.why}.
 - Exact commands (repo root; data from `tools/dataset.py --precision FP32 FP16 BF16 --out .device/data`;
-  the sweeps ran them as `python3 tools/sweep.py SWEEP --data .device/data --out OUT --jobs 16` with SWEEP
+  the sweeps ran them as `python3 tools/sweep.py SWEEP --data .device/data --out OUT --jobs N` with SWEEP
   = {' and '.join(args.sweeps)}):
 
 {cmds}
@@ -99,12 +130,7 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
 {table(test)}
 ```
 
-## Validation split (selection), runtime `tunecast eval --split val`
-
-```
-{table(val)}
-```
-perfect@k: % of problems whose tuned vector is among the k beams; invalid: share of returned candidates
+{val_section}perfect@k: % of problems whose tuned vector is among the k beams; invalid: share of returned candidates
 that violate weights/rules/{m0['solver']}.tcr (the runtime masks them during the search).
 """
     with open(os.path.join(args.dest, "card.md"), "w") as f:
@@ -115,6 +141,7 @@ that violate weights/rules/{m0['solver']}.tcr (the runtime masks them during the
     metrics = {"name": os.path.basename(os.path.normpath(args.dest)), "solver": m0["solver"],
                "model": f"ensemble({args.combine}) of {len(ms)} mlp", "members": [m["name"] for m in ms],
                "commands": [m["command"] for m in ms], "parameters": nparams, "rows": m0["rows"],
+               "fit_on": a.get("fit_on", "train"), "stop_epochs": stop,
                "source": "tunecast eval (runtime, constrained)", "test": strip(test), "val": strip(val),
                "members_python_val": {m["name"]: m["val"] for m in ms}}
     with open(os.path.join(args.dest, "metrics.json"), "w") as f:

@@ -46,7 +46,13 @@ def parse():
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--label-smoothing", type=float, default=0.1,
                     help="mass spread over the current position's tokens")
-    ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
+    ap.add_argument("--fit-on", default="train", choices=["train", "train+val"],
+                    help="train: keep the checkpoint that scores best on val; train+val: the final refit of a "
+                         "recipe already chosen on val (no checkpoint selection: the weights at --stop-epoch)")
+    ap.add_argument("--stop-epoch", type=int, default=0,
+                    help="with --fit-on train+val: stop after this epoch (default --epochs), e.g. the epoch "
+                         "the train-only run picked on val")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--wd", type=float, default=1e-4)
@@ -59,8 +65,18 @@ def parse():
     ap.add_argument("--threads", type=int, default=2, help="CPU threads")
     ap.add_argument("--smoke", action="store_true", help="a few seconds on a few hundred rows (CI)")
     ap.add_argument("--name", help="model name (default <solver>_<model>)")
+    ap.add_argument("--tunecast", metavar="CLI",
+                    help="the tunecast CLI (e.g. build/codegen/tunecast): compile the export and require the "
+                         "runtime to reproduce PyTorch's outputs (model.vectors.json) within 1e-4")
     ap.add_argument("--out", required=True, help="output folder")
-    return ap.parse_args()
+    args = ap.parse_args()
+    if args.stop_epoch and args.fit_on != "train+val":
+        ap.error("--stop-epoch goes with --fit-on train+val (on train, val picks the checkpoint)")
+    if args.tunecast and not os.access(args.tunecast, os.X_OK):
+        ap.error(f"--tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
+    if not 0 <= args.stop_epoch <= args.epochs:
+        ap.error(f"--stop-epoch must be within 1..--epochs ({args.epochs}), got {args.stop_epoch}")
+    return args
 
 
 def seed_all(seed):
@@ -109,7 +125,8 @@ def main():
     train_prec = args.train_precision or args.precision
     rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
                      args.split_seed)
-    train = [r for r in rows if r["split"] == "train" and INV_DTYPE[r["dtype"]] in train_prec]
+    fit_splits = ("train", "val") if args.fit_on == "train+val" else ("train",)
+    train = [r for r in rows if r["split"] in fit_splits and INV_DTYPE[r["dtype"]] in train_prec]
     val = [r for r in rows if r["split"] == "val" and INV_DTYPE[r["dtype"]] in args.precision]
     test = [r for r in rows if r["split"] == "test" and INV_DTYPE[r["dtype"]] in args.precision]
     if args.smoke:
@@ -117,7 +134,10 @@ def main():
         train, val, test = rng.sample(train, min(400, len(train))), val[:100], test[:100]
         args.epochs, args.eval_every, args.units, args.hidden, args.emb = 3, 3, 16, 32, 8
         ks = (1, 10)
-    print(f"[train] {name}: {len(train)} train / {len(val)} val / {len(test)} test rows, "
+    if args.fit_on == "train+val":
+        val = []                                           # in the training data: nothing to select on
+    last_epoch = min(args.stop_epoch or args.epochs, args.epochs)
+    print(f"[train] {name}: {len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
           f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)
 
     vocab = data.Vocabulary.from_rows(data.SOLVER_PARAMS[args.solver], train)
@@ -150,7 +170,7 @@ def main():
     gen = torch.Generator().manual_seed(args.seed)
 
     best, best_state, history = -1.0, None, []
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(1, last_epoch + 1):
         model.train()
         perm = torch.randperm(len(train), generator=gen)
         tot_loss = 0.0
@@ -168,8 +188,10 @@ def main():
             sched.step()
             tot_loss += loss.item() * len(idx)
         over = bool(args.time_limit) and time.time() - t0 > args.time_limit
-        msg = f"[train] epoch {epoch}/{args.epochs} loss {tot_loss / len(train):.4f}"
-        if epoch % args.eval_every == 0 or epoch == args.epochs or over:
+        msg = f"[train] epoch {epoch}/{last_epoch} loss {tot_loss / len(train):.4f}"
+        if not val:
+            best_state = None                              # keep the weights of the last epoch
+        elif epoch % args.eval_every == 0 or epoch == last_epoch or over:
             vm = evaluate(model, enc, vocab, val, dev, (1, 10)) if val else {}
             sc = float(np.mean([m["perfect@1"] + m["perfect@10"] for m in vm.values()])) if vm else 0.0
             history.append({"epoch": epoch, "val_p1_plus_p10": sc})
@@ -182,7 +204,8 @@ def main():
         if over:
             print(f"[train] time limit reached after epoch {epoch}", flush=True)
             break
-    model.load_state_dict(best_state)
+    if best_state is not None:
+        model.load_state_dict(best_state)
 
     print("[train] evaluating (beam width k for each k) ...", flush=True)
     test_m = evaluate(model, enc, vocab, test, dev, ks)
@@ -211,7 +234,7 @@ def main():
               "baselines": {key(g): m for g, m in base.items()}, "history": history,
               "train_seconds": round(time.time() - t0, 1)}
     metadata = {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
-                "training_precisions": ",".join(train_prec), "model": args.model, "split_seed": str(args.split_seed),
+                "training_precisions": ",".join(train_prec), "fit_on": args.fit_on, "model": args.model, "split_seed": str(args.split_seed),
                 "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
                 "seed": str(args.seed), "training_command": command, "source": "MIOpen perf DBs (commit 2d1fd997)",
                 "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}
@@ -222,15 +245,20 @@ def main():
     diff = export.check(model, j, Xchk, tchk)
     result["export_max_abs_diff"] = diff
     print(f"[train] export check: max |numpy - torch| / max(1, |torch|) = {diff:.2e} ({'ok' if diff < 1e-5 else 'FAILED'})")
+    export.write_vectors(args.out, export.reference_vectors(model, j, Xchk, tchk))
+    runtime_ok = True
+    if args.tunecast:
+        runtime_ok, text = export.check_with_runtime(args.tunecast, args.out)
+        print(f"[train] tunecast runtime vs PyTorch: {'ok' if runtime_ok else 'FAILED'}\n{text}", flush=True)
     torch.save({"state_dict": model.state_dict(), "args": vars(args), "encoding": enc.to_json(),
                 "vocabulary": vocab.to_json(), "mean": mean, "std": std}, os.path.join(args.out, "model.pt"))
     with open(os.path.join(args.out, "metrics.json"), "w") as fh:
         json.dump(result, fh, indent=1)
     with open(os.path.join(args.out, "metrics.txt"), "w") as fh:
         fh.write(text + "\n")
-    print(f"[train] wrote {jpath} ({os.path.getsize(jpath) / 1e6:.2f} MB), model.tce, model.pt, metrics.json "
-          f"in {time.time() - t0:.0f}s", flush=True)
-    if diff >= 1e-5:
+    print(f"[train] wrote {jpath} ({os.path.getsize(jpath) / 1e6:.2f} MB), model.tce, model.vectors.json, model.pt, "
+          f"metrics.json in {time.time() - t0:.0f}s", flush=True)
+    if diff >= 1e-5 or not runtime_ok:
         sys.exit(1)
 
 

@@ -36,10 +36,11 @@ struct Scores {
   std::vector<int> ks;
   std::vector<double> perfect;   // fraction of problems whose tuned vector is among the first k
   std::vector<double> average;   // mean per-parameter accuracy of the best-matching of the first k
+  std::vector<double> top1;      // fraction whose first (most probable) of the k candidates is it
   int n = 0;
 
   explicit Scores(std::vector<int> k_list)
-      : ks(std::move(k_list)), perfect(ks.size(), 0.0), average(ks.size(), 0.0) {}
+      : ks(std::move(k_list)), perfect(ks.size(), 0.0), average(ks.size(), 0.0), top1(ks.size(), 0.0) {}
 
   // `candidates_for(i)` gives the candidate list used for k = ks[i].
   template <typename CandidatesFor>
@@ -58,12 +59,14 @@ struct Scores {
       }
       perfect[i] += hit;
       average[i] += best;
+      top1[i] += limit > 0 && cands[0] == target;
     }
   }
   nlohmann::json to_json(const char* key) const {
     nlohmann::json j = nlohmann::json::object();
     for (size_t i = 0; i < ks.size(); ++i) {
-      const double v = key[0] == 'p' ? perfect[i] : average[i];
+      const std::vector<double>& sums = key[0] == 'p' ? perfect : key[0] == 'a' ? average : top1;
+      const double v = sums[i];
       j[std::to_string(ks[i])] = n ? 100.0 * v / n : 0.0;
     }
     return j;
@@ -90,26 +93,32 @@ void print_row(const char* label, const Scores& s, const std::string& extra) {
 int cmd_eval(const std::vector<std::string>& argv) {
   Args args;
   Status status = args.parse(
-      argv, {"perfdb", "solver", "precision", "beam", "split", "split-seed", "train-perfdb", "plot", "limit", "threads"},
+      argv, {"perfdb", "solver", "precision", "beam", "split", "split-seed", "train-perfdb", "baselines-fit-on", "plot",
+             "limit", "threads"},
       {"json", "no-baselines", "no-constraints"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast eval MODEL.tcm --perfdb DB --solver S [--precision FP32,FP16]\n"
         "                     [--beam 1,10,30,50,100] [--split all|train|val|test] [--split-seed N]\n"
-        "                     [--train-perfdb DB] [--no-baselines] [--no-constraints]\n"
+        "                     [--train-perfdb DB] [--baselines-fit-on train|train+val]\n"
+        "                     [--no-baselines] [--no-constraints]\n"
         "                     [--plot FILE.png] [--json] [--limit N] [--threads N]\n\n"
         "Runs the runtime's constrained beam search at each beam width over every problem of\n"
         "solver S (and the given precisions) in DB and reports the paper's metrics:\n"
         "  perfect@k  share of problems whose tuned vector is among the k candidates (beam k)\n"
         "  average@k  mean per-parameter accuracy of the best-matching of the k candidates\n"
         "             (k = 1: plain per-parameter accuracy)\n"
+        "  top1@k     share of problems whose first (most probable) candidate of beam k is the\n"
+        "             tuned vector: what a library gets by running beam k and keeping one\n"
         "  invalid    share of returned candidates that break the model's constraints, checked\n"
         "             on the whole vector independently of the search\n"
         "Baselines on the same problems: the k most frequent training vectors, and the distinct\n"
         "vectors of the nearest training problems (docs/training.md). Training rows come from the\n"
         "train split (tools/tunecast_train/data.py) of --train-perfdb (default: --perfdb), minus\n"
-        "every evaluated problem. --split picks the evaluated problems (default all).\n"
-        "--json prints {\"n\", \"perfect\", \"average\", \"invalid_rate\", \"baselines\", ...}.\n");
+        "every evaluated problem; --baselines-fit-on train+val adds the val split, to compare with\n"
+        "a model refit on train + val (tools/train.py --fit-on train+val). --split picks the\n"
+        "evaluated problems (default all).\n"
+        "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"invalid_rate\", \"baselines\", ...}.\n");
     return 0;
   }
   if (!status) return usage_error("eval", status.message());
@@ -140,6 +149,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
   const std::string split = args.get("split", "all");
   if (split != "all" && split != "train" && split != "val" && split != "test") {
     return usage_error("eval", "--split must be all, train, val or test");
+  }
+  const std::string baselines_fit_on = args.get("baselines-fit-on", "train");
+  if (baselines_fit_on != "train" && baselines_fit_on != "train+val") {
+    return usage_error("eval", "--baselines-fit-on must be train or train+val");
   }
   int seed = 0, limit = 0, threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   status = args.get_int("split-seed", 0, &seed);
@@ -250,6 +263,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["n"] = model_scores.n;
   j["perfect"] = model_scores.to_json("perfect");
   j["average"] = model_scores.to_json("average");
+  j["top1"] = model_scores.to_json("top1");
   j["invalid_rate"] = has_constraints && returned ? static_cast<double>(invalid) / returned : 0.0;
   j["constraints_checked"] = has_constraints;
   j["removed_by_constraints"] = removed;
@@ -265,7 +279,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
     std::vector<Problem> train_problems;
     std::vector<ParamVector> train_params;
     for (const PerfDbRow& r : source) {
-      if (codegen::split_of(r.problem, seed) != codegen::Split::kTrain) continue;
+      const codegen::Split row_split = codegen::split_of(r.problem, seed);
+      const bool fit = row_split == codegen::Split::kTrain ||
+                       (row_split == codegen::Split::kVal && baselines_fit_on == "train+val");
+      if (!fit) continue;
       if (evaluated_descriptors.count(perf_db_descriptor(r.problem))) continue;
       train_problems.push_back(r.problem);
       train_params.push_back(r.params);
@@ -281,6 +298,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
       }
       j["baselines"] = {
           {"train_rows", train_count},
+          {"fit_on", baselines_fit_on},
           {"most_frequent", {{"perfect", frequent_scores.to_json("perfect")}, {"average", frequent_scores.to_json("average")}}},
           {"nearest", {{"perfect", nearest_scores.to_json("perfect")}, {"average", nearest_scores.to_json("average")}}}};
     }
@@ -312,9 +330,15 @@ int cmd_eval(const std::vector<std::string>& argv) {
   std::snprintf(extra, sizeof extra, "invalid %.4f%%, constraints removed %lld expansions",
                 has_constraints && returned ? 100.0 * invalid / returned : 0.0, static_cast<long long>(removed));
   print_row("tunecast", model_scores, has_constraints ? extra : "(model has no constraints)");
+  std::printf("%-16s", "  top1 of beam k");
+  for (size_t i = 0; i < ks.size(); ++i) {
+    std::printf(" %7.1f", model_scores.n ? 100.0 * model_scores.top1[i] / model_scores.n : 0.0);
+  }
+  std::printf("\n");
   if (baselines && train_count > 0) {
     print_row("most frequent", frequent_scores, "");
-    print_row("nearest", nearest_scores, "(" + std::to_string(train_count) + " training rows)");
+    print_row("nearest", nearest_scores,
+              "(" + std::to_string(train_count) + " rows of " + baselines_fit_on + ")");
   }
   if (args.has("plot")) std::printf("plot: %s\n", args.get("plot").c_str());
   return 0;
