@@ -5,11 +5,19 @@ model is exported to tunecast-ir JSON and the numpy reference interpreter of doc
 Concat) must match PyTorch within 1e-5 (relative to max(1, |value|)) on the encoder outputs and
 several decoder steps. Also checks the .tce expression evaluator's C semantics.
 
-  /usr/bin/python3 tools/test_export.py [--seed 0]
+With --tunecast CLI, every model is also compiled by tunecast and run by its runtime, which must
+reproduce PyTorch's own outputs within 1e-4 (`tunecast compile --check-vectors`): the PyTorch parity
+test of every layer the trainer exports (ctest -R pytorch_parity). --write-fixtures DIR keeps the
+exports (DIR/<kind>/model.tcir.json, model.tce, model.vectors.json): tests/data/pytorch holds them,
+so that the C++ suite checks the same parity, blob and generated code, without PyTorch.
+
+  /usr/bin/python3 tools/test_export.py [--seed 0] [--tunecast build/codegen/tunecast]
+                                        [--write-fixtures tests/data/pytorch]
 """
 import argparse
 import os
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -47,7 +55,12 @@ def check_expressions():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tunecast", help="the tunecast CLI: also check the runtime against PyTorch")
+    ap.add_argument("--write-fixtures", metavar="DIR", help="keep each export in DIR/<kind>/")
     args = ap.parse_args()
+    if args.tunecast and not os.access(args.tunecast, os.X_OK):
+        ap.error(f"--tunecast {args.tunecast}: not an executable")
+    work = tempfile.TemporaryDirectory(prefix="tunecast_test_export_")
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     rng = np.random.default_rng(args.seed)
@@ -70,8 +83,17 @@ def main():
         diff = export.check(model, j, torch.tensor(X[:5]), tokens)
         ok = diff < 1e-5
         failures += not ok
-        print(f"[test_export] {kind:10s} encoder input {enc.shape[0]}x{enc.shape[1]}: max rel diff {diff:.2e} "
-              f"{'ok' if ok else 'FAILED'}")
+        print(f"[test_export] {kind:10s} encoder input {enc.shape[0]}x{enc.shape[1]}: numpy vs PyTorch max rel diff "
+              f"{diff:.2e} {'ok' if ok else 'FAILED'}", flush=True)
+        if args.tunecast or args.write_fixtures:
+            out = os.path.join(args.write_fixtures or work.name, kind)
+            export.write(out, model, enc, vocab, f"test_{kind}", {"test": "1"})
+            export.write_vectors(out, export.reference_vectors(model, j, torch.tensor(X[:3]), tokens))
+        if args.tunecast:
+            ok, text = export.check_with_runtime(args.tunecast, out)
+            failures += not ok
+            print(f"[test_export] {kind:10s} tunecast runtime vs PyTorch: {'ok' if ok else 'FAILED'}\n  "
+                  + text.replace("\n", "\n  "), flush=True)
     sys.exit(1 if failures else 0)
 
 

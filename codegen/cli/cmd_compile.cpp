@@ -13,6 +13,7 @@
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
 #include "tunecast/codegen/prediction_check.h"
+#include "tunecast/codegen/reference_vectors.h"
 
 namespace tunecast::cli {
 namespace {
@@ -138,6 +139,27 @@ Status half_weights_blob(const ir::Model& model, const Args& args,
   return Status::ok();
 }
 
+// Runs --check-vectors FILE (reference outputs, e.g. PyTorch's) through the compiled blob.
+Status check_vectors(const std::vector<uint8_t>& blob, const Args& args) {
+  codegen::ReferenceVectors vectors;
+  TUNECAST_RETURN_IF_ERROR(codegen::read_reference_vectors(args.get("check-vectors"), &vectors));
+  LoadedBlob loaded;
+  TUNECAST_RETURN_IF_ERROR(loaded.load(blob));
+  codegen::ReferenceReport report;
+  TUNECAST_RETURN_IF_ERROR(codegen::run_reference_vectors(loaded.model, vectors, &report));
+  std::printf("vectors: %d graph runs, %zu values from %s (%s): max |tunecast - reference| / max(1, |reference|)"
+              " = %.2e, tolerance %.0e\n",
+              report.cases, report.values, args.get("check-vectors").c_str(),
+              vectors.source.empty() ? "source not named" : vectors.source.c_str(), report.worst, vectors.tolerance);
+  std::fflush(stdout);
+  if (!(report.worst <= vectors.tolerance) && !args.has("force")) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "the compiled model does not reproduce %s: worst at %s (or --force)",
+                         args.get("check-vectors").c_str(), report.worst_where.c_str());
+  }
+  return Status::ok();
+}
+
 // Checks, attaches rules, writes the blob and prints a one-line summary.
 int finish(const char* command, ir::Model* model, const Args& args,
            const std::vector<std::vector<float>>& test_vectors = {}) {
@@ -150,6 +172,7 @@ int finish(const char* command, ir::Model* model, const Args& args,
   std::vector<uint8_t> blob;
   if (status) status = codegen::write_blob(*model, &blob);
   if (status && storage == "fp16") status = half_weights_blob(*model, args, test_vectors, &blob);
+  if (status && args.has("check-vectors")) status = check_vectors(blob, args);
   if (status) status = codegen::write_file_atomic(args.get("output"), blob);
   if (!status) return fail(status);
   size_t weights = 0;
@@ -213,14 +236,19 @@ int cmd_import_keras(const std::vector<std::string>& argv) {
 
 int cmd_compile(const std::vector<std::string>& argv) {
   Args args;
-  Status status = args.parse(argv, with_weight_options({"output", "rules", "encoding"}), {"force"});
+  Status status =
+      args.parse(argv, with_weight_options({"output", "rules", "encoding", "check-vectors"}), {"force"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast compile MODEL.tcir.json -o OUT.tcm [--rules RULES.tcr] [--encoding ENC.tce]\n"
-        "                        [--weights fp32|fp16] [--check-perfdb DB --check-solver S\n"
-        "                        [--check-limit N]] [--force]\n\n"
+        "                        [--check-vectors VECTORS.json] [--weights fp32|fp16]\n"
+        "                        [--check-perfdb DB --check-solver S [--check-limit N]] [--force]\n\n"
         "Compiles a model exported by tunecast's trainer (docs/interchange.md) together with its\n"
-        "kernel's validity rules and its feature encoding into one verified blob.\n%s", kWeightHelp);
+        "kernel's validity rules and its feature encoding into one verified blob.\n"
+        "--check-vectors runs reference graph outputs (the trainer's model.vectors.json: PyTorch's own\n"
+        "encoder outputs and decoder steps) through the compiled blob and writes it only if every\n"
+        "value agrees within the file's tolerance (1e-4 relative to max(1, |reference|)); --force\n"
+        "writes it anyway.\n%s", kWeightHelp);
     return 0;
   }
   if (!status) return usage_error("compile", status.message());

@@ -974,6 +974,10 @@ class Emitter {
     w->blank();
     w->line("// The constraints checked when `position` gets its value, in the blob runtime's order.");
     w->line("bool constraints_hold(const tunecast::Problem& problem, int position, const int64_t* params) {");
+    if (model_.constraint_begin(model_.parameter_count()) == 0) {
+      w->line("  (void)problem;  // a model without constraints");
+      w->line("  (void)params;");
+    }
     w->line("  switch (position) {");
     for (int p = 0; p < model_.parameter_count(); ++p) {
       const int begin = model_.constraint_begin(p);

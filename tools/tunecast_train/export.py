@@ -1,7 +1,10 @@
 """Writes a trained model as tunecast-ir JSON (`model.tcir.json`) plus its encoder-input
-declaration (`model.tce`), and checks the export with the numpy reference interpreter."""
+declaration (`model.tce`), checks the export with the numpy reference interpreter, and records
+PyTorch's own outputs (`model.vectors.json`) for the runtime to reproduce."""
 import json
 import os
+import subprocess
+import tempfile
 
 import numpy as np
 import torch
@@ -62,3 +65,60 @@ def check(model, j, X, tokens, steps=None):
                 dec_in[link["decoder_input"]] = out[link["decoder_output"]]
             prev = int(tokens[i, t])
     return worst
+
+
+VECTORS_TOLERANCE = 1e-4    # the runtime vs PyTorch, relative to max(1, |PyTorch|)
+
+
+def reference_vectors(model, j, X, tokens, steps=None):
+    """PyTorch's outputs for the graph calls `check` makes, as the tunecast-vectors JSON that
+    `tunecast compile --check-vectors` runs through the runtime: one case per graph call (the
+    encoder on each row of X, then teacher-forced decoder steps), every input and output a flat
+    float list (batch 1) in the graph's order; outputs PyTorch does not name are null."""
+    model.eval()
+    s2s = j["seq2seq"]
+    dec_g = j["graphs"][s2s["decoder"]]
+    flat = lambda t: [float(v) for v in np.asarray(t, np.float32).ravel()]  # noqa: E731
+    cases = []
+    with torch.no_grad():
+        for i in range(len(X)):
+            x = X[i:i + 1]
+            states, mem = model.encode(x)
+            enc_out = [s.cpu().numpy() for s in states] + ([] if mem is None else [mem[0].cpu().numpy()])
+            cases.append({"graph": s2s["encoder"], "inputs": [flat(x[0].cpu().numpy())],
+                          "outputs": [flat(o) for o in enc_out]})
+            dec_in = [None] * len(dec_g["inputs"])
+            for link in s2s["states"] + s2s["contexts"]:
+                dec_in[link["decoder_input"]] = enc_out[link["encoder_output"]]
+            prev = 0
+            for t in range(steps or tokens.shape[1]):
+                dec_in[s2s["token_input"]] = np.array([[float(prev)]])
+                logits, states = model.step(torch.tensor([prev], device=x.device), states, mem)
+                outs = [None] * len(dec_g["outputs"])
+                outs[s2s["logits_output"]] = flat(logits.cpu().numpy())
+                for link, state in zip(s2s["states"], states):       # model.step's states in link order
+                    outs[link["decoder_output"]] = flat(state.cpu().numpy())
+                cases.append({"graph": s2s["decoder"], "inputs": [flat(v) for v in dec_in], "outputs": outs})
+                for link, state in zip(s2s["states"], states):
+                    dec_in[link["decoder_input"]] = state.cpu().numpy()
+                prev = int(tokens[i, t])
+    return {"format": "tunecast-vectors", "version": 1, "source": "PyTorch " + torch.__version__,
+            "tolerance": VECTORS_TOLERANCE, "cases": cases}
+
+
+def write_vectors(outdir, vectors):
+    path = os.path.join(outdir, "model.vectors.json")
+    with open(path, "w") as f:
+        json.dump(vectors, f, separators=(",", ":"))
+    return path
+
+
+def check_with_runtime(tunecast, outdir):
+    """Compiles outdir's export with the tunecast CLI and has it reproduce model.vectors.json
+    (`tunecast compile --check-vectors`). Returns (ok, the CLI's output)."""
+    with tempfile.TemporaryDirectory(prefix="tunecast_check_") as tmp:   # the blob itself is not kept
+        cmd = [tunecast, "compile", os.path.join(outdir, "model.tcir.json"), "--encoding",
+               os.path.join(outdir, "model.tce"), "--check-vectors", os.path.join(outdir, "model.vectors.json"),
+               "-o", os.path.join(tmp, "model.tcm")]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+    return run.returncode == 0, (run.stdout + run.stderr).strip()
