@@ -1,10 +1,9 @@
-// Hook for predictors emitted as C++ (`tunecast emit-cpp`, being written). The benchmark times
-// every entry of this table next to the blob runtime whose Model::root()->name() matches `name`.
-//
-// To plug emitted code in: configure with
-//   -DTUNECAST_BENCH_GENERATED_SOURCES="out/ktn.cpp;out/ktn_bench_entry.cpp"
-// where the entry file defines generated_predictors() returning adapters around the emitted
-// functions (bench/generated_none.cpp, the empty table, is then left out of the build).
+// Predictors emitted as C++ (`tunecast emit-cpp`) that the benchmark times next to the blob
+// runtime whose Model::root()->name() matches `name`. By default bench/CMakeLists.txt emits the
+// KTN and every shipped predictor and lists them in an entry file made from
+// generated_entry.cpp.in; -DTUNECAST_BENCH_GENERATED=OFF links none (generated_none.cpp), and
+// -DTUNECAST_BENCH_GENERATED_SOURCES="a.cpp;entry.cpp" links your own emitted files plus an
+// entry file defining generated_predictors().
 #pragma once
 
 #include <cstddef>

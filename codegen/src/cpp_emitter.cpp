@@ -680,10 +680,13 @@ class Emitter {
     w.line("#include <cstdint>");
     w.blank();
     w.line("// With compile-time sizes GCC reports impossible iterations in the kernels' remainder loops");
-    w.line("// (-Waggressive-loop-optimizations); the kernels are included here first, without that check.");
+    w.line("// (-Waggressive-loop-optimizations) and, for layers under 64 units, wide panel blocks that");
+    w.line("// never run reading past a small bias (-Warray-bounds); the kernels are included here first,");
+    w.line("// without those checks.");
     w.line("#if defined(__GNUC__) && !defined(__clang__)");
     w.line("#pragma GCC diagnostic push");
     w.line("#pragma GCC diagnostic ignored \"-Waggressive-loop-optimizations\"");
+    w.line("#pragma GCC diagnostic ignored \"-Warray-bounds\"");
     w.line("#endif");
     w.line("#include \"tunecast/beam_search.h\"");
     w.line("#include \"tunecast/kernels.h\"");
@@ -696,6 +699,8 @@ class Emitter {
     w.line("namespace %s {", options_.name_space.c_str());
     w.blank();
     w.line("struct %s {", options_.name.c_str());
+    w.line("  static constexpr const char* kModelName = %s;  // the blob's model name",
+           quoted(model_.root()->name() ? model_.root()->name()->str() : "").c_str());
     w.line("  static constexpr int kMaxBeam = %d;          // beams the Scratch holds", options_.max_beam);
     w.line("  static constexpr int kParameterCount = %d;", model_.parameter_count());
     w.line("  static constexpr int kTokenCount = %d;", model_.token_count());

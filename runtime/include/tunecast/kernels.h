@@ -125,14 +125,6 @@ TUNECAST_INLINE void load_weights(const Half* w, PanelVec* out) {
 #endif
 }
 
-// Generated predictors pass constant weight and bias arrays: after inlining, GCC 12 checks the
-// wide panel blocks against a small model's 16-float bias although those blocks never run for it
-// (-Warray-bounds false positive, seen on 12- and 16-unit layers).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Warray-bounds"
-#endif
-
 // Y[r][0..cols) = (accumulate ? Y : bias or 0) + X[r][0..depth) . W, for R rows and P panels.
 // Every output element is summed in the same order (bias, then k = 0, 1, ...) whatever R and P.
 template <int R, int P, typename W>
@@ -216,10 +208,6 @@ TUNECAST_INLINE void matmul_blocks(const float* x, size_t x_stride, size_t r0, s
     }
   }
 }
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 // Any rows [r0, r1) x panels [p0, p1): blocks of kFewRows rows x kRowPanels panels (greedy, the
 // first beam-search steps: rows share wide panel blocks streamed from L2), remainders narrower.
