@@ -76,6 +76,10 @@ def main():
                         f"{m['args']['seed']}, label smoothing {m['args']['label_smoothing']})" for m in ms)
     sizes = sorted({(m['args']['units'], m['args']['hidden']) for m in ms})
     sizes = "units/hidden " + " and ".join(f"{u}/{h}" for u, h in sizes)
+    def same(key):  # one value when every member shares it, else each member's
+        values = [m["args"][key] for m in ms]
+        return values[0] if len(set(values)) == 1 else "/".join(str(v) for v in values) + " (by member)"
+
     if refit:
         rows_line = (f"rows train+val {m0['rows']['train']} / test {m0['rows']['test']}: the final refit, every member "
                      "trained on train + val with the recipe, seed and epoch count chosen on val by its train-only run")
@@ -112,8 +116,8 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
   Encoder input: model.tce (identical in every member). Vocabulary: position-segmented, token 0 = end,
   EndTokenAfterLast.
 - Training (each member): teacher forcing, cross-entropy over the whole vocabulary with label smoothing
-  spread over the current position's tokens, AdamW lr {a['lr']} wd {a['wd']}, batch {a['batch']}, cosine
-  schedule, dropout {a['dropout']}, {a['epochs']} epochs; {checkpoint_line}. About
+  spread over the current position's tokens, AdamW lr {same('lr')} wd {same('wd')}, batch {same('batch')}, cosine
+  schedule, dropout {same('dropout')}, {same('epochs')} epochs; {checkpoint_line}. About
   {max(m['train_seconds'] for m in ms):.0f} s each on one H200 ({' and '.join(args.sweeps)}, all runs of a plan at once).
 - Selection: {args.why}.
 - Exact commands (repo root; data from `tools/dataset.py --precision FP32 FP16 BF16 --out .device/data`;
