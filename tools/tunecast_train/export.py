@@ -36,34 +36,18 @@ def _rel(a, b):
 
 @torch.no_grad()
 def check(model, j, X, tokens, steps=None):
-    """Max relative difference |a - b| / max(1, |b|) between PyTorch and the numpy interpreter of the exported JSON, over the
-    encoder outputs and `steps` decoder steps fed with `tokens` [N, steps] (teacher forcing),
-    one problem at a time (the runtime's batch 1 encoder, one row per beam decoder)."""
-    model.eval()
-    s2s = j["seq2seq"]
-    enc_g, dec_g = j["graphs"][s2s["encoder"]], j["graphs"][s2s["decoder"]]
+    """Max relative difference |a - b| / max(1, |b|) between PyTorch and the numpy interpreter of the
+    exported JSON, over the graph runs of `reference_vectors` (the encoder on each row of X, then
+    `steps` decoder steps fed with `tokens` [N, steps], teacher forcing), one problem at a time (the
+    runtime's batch 1 encoder, one row per beam decoder)."""
     worst = 0.0
-    for i in range(len(X)):
-        x = X[i:i + 1]
-        states, mem = model.encode(x)
-        enc_out = ir.run_graph(enc_g, [x[0].cpu().numpy()])
-        torch_enc = [s.cpu().numpy() for s in states] + ([] if mem is None else [mem[0].cpu().numpy()])
-        for a, b in zip(enc_out, torch_enc):
-            worst = max(worst, _rel(a, b))
-        dec_in = [None] * len(dec_g["inputs"])
-        for link in s2s["states"]:
-            dec_in[link["decoder_input"]] = enc_out[link["encoder_output"]]
-        for link in s2s["contexts"]:
-            dec_in[link["decoder_input"]] = enc_out[link["encoder_output"]]
-        prev = 0
-        for t in range(steps or tokens.shape[1]):
-            dec_in[s2s["token_input"]] = np.array([[float(prev)]])
-            out = ir.run_graph(dec_g, dec_in)
-            logits, states = model.step(torch.tensor([prev], device=x.device), states, mem)
-            worst = max(worst, _rel(out[s2s["logits_output"]], logits.cpu().numpy()))
-            for link in s2s["states"]:
-                dec_in[link["decoder_input"]] = out[link["decoder_output"]]
-            prev = int(tokens[i, t])
+    for case in reference_vectors(model, j, X, tokens, steps)["cases"]:
+        graph = j["graphs"][case["graph"]]
+        shapes = [graph["values"][v] for v in graph["inputs"]]
+        inputs = [np.asarray(v, np.float64).reshape(s["rows"] or 1, s["cols"]) for v, s in zip(case["inputs"], shapes)]
+        for got, want in zip(ir.run_graph(graph, inputs), case["outputs"]):
+            if want is not None:
+                worst = max(worst, _rel(np.asarray(got).ravel(), np.asarray(want)))
     return worst
 
 
@@ -71,7 +55,7 @@ VECTORS_TOLERANCE = 1e-4    # the runtime vs PyTorch, relative to max(1, |PyTorc
 
 
 def reference_vectors(model, j, X, tokens, steps=None):
-    """PyTorch's outputs for the graph calls `check` makes, as the tunecast-vectors JSON that
+    """PyTorch's outputs for a few graph runs, as the tunecast-vectors JSON that
     `tunecast compile --check-vectors` runs through the runtime: one case per graph call (the
     encoder on each row of X, then teacher-forced decoder steps), every input and output a flat
     float list (batch 1) in the graph's order; outputs PyTorch does not name are null."""
