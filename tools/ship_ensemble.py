@@ -86,8 +86,8 @@ def main():
         checkpoint_line = ("no checkpoint selection: each member stops at the epoch its train-only run picked on "
                            "validation (`--stop-epoch`: " + ", ".join(f"{n} {e}" for n, e in stop.items()) + ")")
         val_section = ("Validation: none. The members learned from the val problems, so val numbers would be "
-                       "in-sample; the\nselection that chose this recipe and these members is in the previous card "
-                       "(git history).\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
+                       "in-sample; the\nselection that chose this recipe and these members is under Selection above and in "
+                       "weights/README.md.\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
                        "train+val`).\n\n")
     else:
         rows_line = (f"rows train {m0['rows']['train']} / val {m0['rows']['val']} / test {m0['rows']['test']} "
