@@ -13,7 +13,8 @@ validation split is read (never test).
       [--tunecast build/codegen/tunecast] [--perfdb-dir ../shared/data/miopen/perfdb] \\
       [--max-members 8] [--max-mb 6] [--baseline weights/ConvAsm1x1U] [--start RUN_NAME...]
 writes DIR/selection.json (every evaluated ensemble and its per-group val perfect@1/@10) and prints
-the path. --baseline also scores an existing weights/<K>/ folder the same way.
+the path. --baseline also scores an existing weights/<K>/ folder the same way (with a warning for a
+refit on train + val: its val score is in-sample).
 """
 import argparse
 import hashlib
@@ -109,6 +110,10 @@ def main():
         return s, g, b
 
     if args.baseline:
+        metrics = os.path.join(args.baseline, "metrics.json")
+        if os.path.exists(metrics) and json.load(open(metrics)).get("fit_on") == "train+val":
+            print(f"[select] warning: {args.baseline} was refit on train + val, so its val score below is "
+                  "in-sample; compare with its train-only members instead (--start NAME ...)", flush=True)
         s, g, b = sc.evaluate(args.baseline, "baseline:" + os.path.abspath(args.baseline))
         result["baseline"] = {"folder": args.baseline, "score": s, "groups": g, "bytes": b}
         print(f"[select] baseline {args.baseline}: {s:.2f}", flush=True)

@@ -242,10 +242,11 @@ def main():
     j, jpath = export.write(args.out, model.cpu(), enc, vocab, name, metadata)
     Xchk = torch.tensor(enc.matrix(data.fields_matrix(test[:4])))
     tchk = torch.tensor([[max(t, 0) for t in vocab.encode(r["params"])] for r in test[:4]])
-    diff = export.check(model, j, Xchk, tchk)
+    vectors = export.reference_vectors(model, j, Xchk, tchk)
+    diff = export.check(j, vectors)
     result["export_max_abs_diff"] = diff
     print(f"[train] export check: max |numpy - torch| / max(1, |torch|) = {diff:.2e} ({'ok' if diff < 1e-5 else 'FAILED'})")
-    export.write_vectors(args.out, export.reference_vectors(model, j, Xchk, tchk))
+    export.write_vectors(args.out, vectors)
     runtime_ok = True
     if args.tunecast:
         runtime_ok, text = export.check_with_runtime(args.tunecast, args.out)

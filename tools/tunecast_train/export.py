@@ -35,13 +35,11 @@ def _rel(a, b):
 
 
 @torch.no_grad()
-def check(model, j, X, tokens, steps=None):
+def check(j, vectors):
     """Max relative difference |a - b| / max(1, |b|) between PyTorch and the numpy interpreter of the
-    exported JSON, over the graph runs of `reference_vectors` (the encoder on each row of X, then
-    `steps` decoder steps fed with `tokens` [N, steps], teacher forcing), one problem at a time (the
-    runtime's batch 1 encoder, one row per beam decoder)."""
+    exported JSON `j`, over the graph runs of `vectors` (reference_vectors: PyTorch's outputs)."""
     worst = 0.0
-    for case in reference_vectors(model, j, X, tokens, steps)["cases"]:
+    for case in vectors["cases"]:
         graph = j["graphs"][case["graph"]]
         shapes = [graph["values"][v] for v in graph["inputs"]]
         inputs = [np.asarray(v, np.float64).reshape(s["rows"] or 1, s["cols"]) for v, s in zip(case["inputs"], shapes)]
@@ -55,10 +53,12 @@ VECTORS_TOLERANCE = 1e-4    # the runtime vs PyTorch, relative to max(1, |PyTorc
 
 
 def reference_vectors(model, j, X, tokens, steps=None):
-    """PyTorch's outputs for a few graph runs, as the tunecast-vectors JSON that
-    `tunecast compile --check-vectors` runs through the runtime: one case per graph call (the
-    encoder on each row of X, then teacher-forced decoder steps), every input and output a flat
-    float list (batch 1) in the graph's order; outputs PyTorch does not name are null."""
+    """PyTorch's outputs for a few graph runs, as the tunecast-vectors JSON that `check` (the numpy
+    interpreter) and `tunecast compile --check-vectors` (the runtime) reproduce: one case per graph
+    call (the encoder on each row of X, then `steps` decoder steps fed with `tokens` [N, steps],
+    teacher forcing), one problem at a time (the runtime's batch 1 encoder, one row per beam
+    decoder); every input and output a flat float list in the graph's order; outputs PyTorch does
+    not name are null."""
     model.eval()
     s2s = j["seq2seq"]
     dec_g = j["graphs"][s2s["decoder"]]
