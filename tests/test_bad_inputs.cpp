@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "test_util.h"
 #include "tiny_models.h"
 #include "tunecast/codegen/blob_writer.h"
+#include "tunecast/codegen/dataset_split.h"
 #include "tunecast/codegen/ir_check.h"
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
@@ -654,4 +656,115 @@ TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
                                         " --solver ConvAsm1x1U"),
                        "absent.db");
   CHECK_FALSE(std::filesystem::exists(dir.file("absent.db")));
+}
+
+// A perf DB's two tables with MIOpen's columns, for CLI tests that fill in rows.
+constexpr const char* kTinyPerfDbSchema =
+    "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT,"
+    " spatial_dim INT, in_channels INT, in_h INT, in_w INT, in_d INT, fil_h INT, fil_w INT,"
+    " fil_d INT, out_channels INT, batchsize INT, pad_h INT, pad_w INT, pad_d INT,"
+    " conv_stride_h INT, conv_stride_w INT, conv_stride_d INT, dilation_h INT, dilation_w INT,"
+    " dilation_d INT, bias INT, group_count INT);"
+    "CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INT, params TEXT);";
+
+TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as in-sample") {
+  TempDir dir;
+  // Twelve problems (n = 1..12) of a solver named Tiny, every tuned vector the same valid one.
+  std::string sql = kTinyPerfDbSchema;
+  for (int n = 1; n <= 12; ++n) {
+    const std::string id = std::to_string(n);
+    sql += "INSERT INTO config VALUES (" + id + ", 'NCHW', 'FP32', 'F', 2, 4, 7, 7, 1, 1, 1, 1, 30, " + id +
+           ", 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1);"
+           "INSERT INTO perf_db VALUES (" + id + ", 'Tiny', " + id + ", '10,20,30');";
+  }
+  make_db(dir.file("tiny.db"), sql.c_str());
+  ir::Model refit = tiny_with_rules();
+  refit.metadata["fit_on"] = "train+val";
+  refit.metadata["split_seed"] = "0";
+  write_blob_file(dir.file("refit.tcm"), refit);
+  write_blob_file(dir.file("plain.tcm"), tiny_with_rules());  // no fit_on: nothing is known
+  const std::string common = " --perfdb " + dir.file("tiny.db") + " --solver Tiny --beam 1,2 --json";
+
+  CliResult r = run_cli(dir, "eval " + dir.file("refit.tcm") + common);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_splits"] == nlohmann::json({"train", "val"}));
+  CHECK_MESSAGE(contains(r.err, "learned from the train, val problems of split seed 0 (fit_on train+val)"), r.err);
+  // Another split seed deals the problems differently: no claim either way.
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --split-seed 1");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_splits"].empty());
+  CHECK_FALSE(contains(r.err, "in-sample"));
+  r = run_cli(dir, "eval " + dir.file("plain.tcm") + common);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_splits"].empty());
+  // Baselines learn from the named splits, minus the evaluated problems; a bad name is refused.
+  PerfDb db;
+  REQUIRE(PerfDb::open(dir.file("tiny.db"), &db).is_ok());
+  std::vector<PerfDbRow> rows;
+  REQUIRE(db.rows("Tiny", {}, &rows).is_ok());
+  std::map<std::string, int> per_split;
+  for (const PerfDbRow& row : rows) ++per_split[tunecast::codegen::split_name(tunecast::codegen::split_of(row.problem, 0))];
+  REQUIRE(per_split["test"] > 0);
+  r = run_cli(dir, "eval " + dir.file("plain.tcm") + common + " --split test");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["baselines"]["train_rows"] == per_split["train"]);
+  r = run_cli(dir, "eval " + dir.file("plain.tcm") + common + " --split test --baselines-fit-on all");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json baselines = nlohmann::json::parse(r.out)["baselines"];
+  CHECK(baselines["train_rows"] == 12 - per_split["test"]);
+  CHECK(baselines["fit_on"] == "all");
+  check_one_line_error(run_cli(dir, "eval " + dir.file("plain.tcm") + common + " --baselines-fit-on everything"),
+                       "--baselines-fit-on must be train, train+val or all");
+}
+
+TEST_CASE("CLI: a model's search_width makes one candidate the best of a wider beam") {
+  TempDir dir;
+  ir::Model wide = tiny_with_rules();
+  wide.metadata["search_width"] = "4";
+  write_blob_file(dir.file("wide.tcm"), wide);
+  write_blob_file(dir.file("plain.tcm"), tiny_with_rules());
+  const std::string problem = std::string(" --problem ") + kTinyProblem + " --json";
+  const auto run_json = [&](const std::string& args) {
+    const CliResult r = run_cli(dir, args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return nlohmann::json::parse(r.out);
+  };
+
+  const nlohmann::json best_of_4 = run_json("predict " + dir.file("wide.tcm") + problem);
+  const nlohmann::json beam_4 = run_json("predict " + dir.file("plain.tcm") + problem + " --beam 4");
+  CHECK(best_of_4["search_width"] == 4);
+  REQUIRE(best_of_4["candidates"].size() == 1);
+  CHECK(best_of_4["candidates"][0] == beam_4["candidates"][0]);
+  const nlohmann::json greedy = run_json("predict " + dir.file("wide.tcm") + problem + " --greedy");
+  const nlohmann::json plain = run_json("predict " + dir.file("plain.tcm") + problem);
+  CHECK(greedy["search_width"] == 1);
+  CHECK(greedy["candidates"] == plain["candidates"]);
+  CHECK(greedy["candidates"][0]["values"] != best_of_4["candidates"][0]["values"]);  // the tiny model's trap
+  CHECK(run_json("predict " + dir.file("plain.tcm") + problem + " --search-width 4")["candidates"] ==
+        best_of_4["candidates"]);
+
+  // eval: k = 1 under the model's width is the first candidate of a beam of 4.
+  std::string sql = std::string(kTinyPerfDbSchema);
+  for (int n = 1; n <= 12; ++n) {
+    const std::string id = std::to_string(n);
+    sql += "INSERT INTO config VALUES (" + id + ", 'NCHW', 'FP32', 'F', 2, 4, 7, 7, 1, 1, 1, 1, 30, " + id +
+           ", 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1);"
+           "INSERT INTO perf_db VALUES (" + id + ", 'Tiny', " + id + ", '" + (n % 2 ? "10,20,30" : "10,10,10") + "');";
+  }
+  make_db(dir.file("tiny.db"), sql.c_str());
+  const std::string eval = " --perfdb " + dir.file("tiny.db") + " --solver Tiny --beam 1,4 --no-baselines --json";
+  const nlohmann::json plain_eval = run_json("eval " + dir.file("plain.tcm") + eval);
+  const nlohmann::json wide_eval = run_json("eval " + dir.file("wide.tcm") + eval);
+  CHECK(plain_eval["search_width"] == 1);
+  CHECK(wide_eval["search_width"] == 4);
+  CHECK(wide_eval["perfect"]["1"] == plain_eval["top1"]["4"]);
+  CHECK(wide_eval["perfect"]["4"] == plain_eval["perfect"]["4"]);
+  CHECK(run_json("eval " + dir.file("wide.tcm") + eval + " --search-width 1")["perfect"] == plain_eval["perfect"]);
+
+  wide.metadata["search_width"] = "wide";
+  write_blob_file(dir.file("bad.tcm"), wide);
+  check_one_line_error(run_cli(dir, "predict " + dir.file("bad.tcm") + problem),
+                       "the model's metadata search_width 'wide' is not a width in 1..256");
+  check_one_line_error(run_cli(dir, "predict " + dir.file("plain.tcm") + problem + " --search-width 0"),
+                       "search width 0 is outside 1..256");
 }

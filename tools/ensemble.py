@@ -17,6 +17,7 @@ The runtime limits a graph to 48 inputs/outputs (runtime/include/tunecast/model.
 values and 128 layers: up to eight mlp members (4 states + 1 context each) fit.
 
   /usr/bin/python3 tools/ensemble.py RUN1 RUN2 RUN3 --out DIR [--combine prob|logit] [--name NAME]
+                                     [--search-width W]
 writes DIR/model.tcir.json and DIR/model.tce (RUNi: folders holding model.tcir.json + model.tce).
 """
 import argparse
@@ -155,7 +156,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--combine", choices=["prob", "logit"], default="prob")
     ap.add_argument("--name")
+    ap.add_argument("--search-width", type=int, default=0,
+                    help="record the recommended beam width for one candidate (metadata search_width: "
+                         "tunecast predict/eval/table then take the best of that beam; 0: none, greedy)")
     args = ap.parse_args()
+    if not 0 <= args.search_width <= 256:
+        ap.error("--search-width must be within 0..256")
     loaded = [load(r) for r in args.runs]
     body = [ln for ln in loaded[0][1] if not ln.startswith("#")]
     for r, (_, tce) in zip(args.runs, loaded):
@@ -163,6 +169,8 @@ def main():
             sys.exit(f"ensemble: {r}/model.tce differs from {args.runs[0]}/model.tce")
     name = args.name or "ensemble_" + "_".join(os.path.basename(os.path.normpath(r)) for r in args.runs)
     j = merge([m for m, _ in loaded], args.combine, name)
+    if args.search_width:
+        j["metadata"]["search_width"] = str(args.search_width)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "model.tcir.json")
     with open(path, "w") as fh:

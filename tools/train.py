@@ -27,6 +27,8 @@ from tunecast_train import data, export, features, metrics, models, search  # no
 from tunecast_train import baselines as bl  # noqa: E402
 
 INV_DTYPE = {v: k for k, v in data.DTYPES.items()}
+# --fit-on: the splits a run learns from.
+FIT_SPLITS = {"train": ("train",), "train+val": ("train", "val"), "all": ("train", "val", "test")}
 
 
 def parse():
@@ -47,12 +49,14 @@ def parse():
     ap.add_argument("--label-smoothing", type=float, default=0.1,
                     help="mass spread over the current position's tokens")
     ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
-    ap.add_argument("--fit-on", default="train", choices=["train", "train+val"],
+    ap.add_argument("--fit-on", default="train", choices=list(FIT_SPLITS),
                     help="train: keep the checkpoint that scores best on val; train+val: the final refit of a "
-                         "recipe already chosen on val (no checkpoint selection: the weights at --stop-epoch)")
+                         "recipe already chosen on val (no checkpoint selection: the weights at --stop-epoch); "
+                         "all: the same on train + val + test, for shipping once every measurement is done "
+                         "(nothing of our split is left to score it: the train+val twin's test numbers stand for it)")
     ap.add_argument("--stop-epoch", type=int, default=0,
-                    help="with --fit-on train+val: stop after this epoch (default --epochs), e.g. the epoch "
-                         "the train-only run picked on val")
+                    help="with --fit-on train+val or all: stop after this epoch (default --epochs), e.g. the "
+                         "epoch the train-only run picked on val")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--wd", type=float, default=1e-4)
@@ -70,8 +74,8 @@ def parse():
                          "runtime to reproduce PyTorch's outputs (model.vectors.json) within 1e-4")
     ap.add_argument("--out", required=True, help="output folder")
     args = ap.parse_args()
-    if args.stop_epoch and args.fit_on != "train+val":
-        ap.error("--stop-epoch goes with --fit-on train+val (on train, val picks the checkpoint)")
+    if args.stop_epoch and args.fit_on == "train":
+        ap.error("--stop-epoch goes with --fit-on train+val or all (on train, val picks the checkpoint)")
     if args.tunecast and not os.access(args.tunecast, os.X_OK):
         ap.error(f"--tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
     if not 0 <= args.stop_epoch <= args.epochs:
@@ -125,8 +129,7 @@ def main():
     train_prec = args.train_precision or args.precision
     rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
                      args.split_seed)
-    fit_splits = ("train", "val") if args.fit_on == "train+val" else ("train",)
-    train = [r for r in rows if r["split"] in fit_splits and INV_DTYPE[r["dtype"]] in train_prec]
+    train = [r for r in rows if r["split"] in FIT_SPLITS[args.fit_on] and INV_DTYPE[r["dtype"]] in train_prec]
     val = [r for r in rows if r["split"] == "val" and INV_DTYPE[r["dtype"]] in args.precision]
     test = [r for r in rows if r["split"] == "test" and INV_DTYPE[r["dtype"]] in args.precision]
     if args.smoke:
@@ -134,8 +137,9 @@ def main():
         train, val, test = rng.sample(train, min(400, len(train))), val[:100], test[:100]
         args.epochs, args.eval_every, args.units, args.hidden, args.emb = 3, 3, 16, 32, 8
         ks = (1, 10)
-    if args.fit_on == "train+val":
-        val = []                                           # in the training data: nothing to select on
+    # Splits the model learns from score nothing: no checkpoint selection on val, no test figures.
+    val = [] if "val" in FIT_SPLITS[args.fit_on] else val
+    test = [] if "test" in FIT_SPLITS[args.fit_on] else test
     last_epoch = min(args.stop_epoch or args.epochs, args.epochs)
     print(f"[train] {name}: {len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
           f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)
@@ -240,8 +244,9 @@ def main():
                 "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}
     os.makedirs(args.out, exist_ok=True)
     j, jpath = export.write(args.out, model.cpu(), enc, vocab, name, metadata)
-    Xchk = torch.tensor(enc.matrix(data.fields_matrix(test[:4])))
-    tchk = torch.tensor([[max(t, 0) for t in vocab.encode(r["params"])] for r in test[:4]])
+    check_rows = (test or train)[:4]
+    Xchk = torch.tensor(enc.matrix(data.fields_matrix(check_rows)))
+    tchk = torch.tensor([[max(t, 0) for t in vocab.encode(r["params"])] for r in check_rows])
     vectors = export.reference_vectors(model, j, Xchk, tchk)
     diff = export.check(j, vectors)
     result["export_max_abs_diff"] = diff

@@ -31,6 +31,15 @@ Status parse_list(const std::string& text, const char* what, std::vector<std::st
   return Status::ok();
 }
 
+// The splits a model (metadata "fit_on", tools/train.py --fit-on) or a baseline learns from;
+// empty for an unknown name.
+std::set<std::string> fit_splits(const std::string& fit_on) {
+  if (fit_on == "train") return {"train"};
+  if (fit_on == "train+val") return {"train", "val"};
+  if (fit_on == "all") return {"train", "val", "test"};
+  return {};
+}
+
 // Per-k metrics over a set of problems.
 struct Scores {
   std::vector<int> ks;
@@ -94,14 +103,14 @@ int cmd_eval(const std::vector<std::string>& argv) {
   Args args;
   Status status = args.parse(
       argv, {"perfdb", "solver", "precision", "beam", "split", "split-seed", "train-perfdb", "baselines-fit-on", "plot",
-             "limit", "threads"},
+             "limit", "threads", "search-width"},
       {"json", "no-baselines", "no-constraints"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast eval MODEL.tcm --perfdb DB --solver S [--precision FP32,FP16]\n"
         "                     [--beam 1,10,30,50,100] [--split all|train|val|test] [--split-seed N]\n"
-        "                     [--train-perfdb DB] [--baselines-fit-on train|train+val]\n"
-        "                     [--no-baselines] [--no-constraints]\n"
+        "                     [--train-perfdb DB] [--baselines-fit-on train|train+val|all]\n"
+        "                     [--search-width W] [--no-baselines] [--no-constraints]\n"
         "                     [--plot FILE.png] [--json] [--limit N] [--threads N]\n\n"
         "Runs the runtime's constrained beam search at each beam width over every problem of\n"
         "solver S (and the given precisions) in DB and reports the paper's metrics:\n"
@@ -116,9 +125,16 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "vectors of the nearest training problems (docs/training.md). Training rows come from the\n"
         "train split (tools/tunecast_train/data.py) of --train-perfdb (default: --perfdb), minus\n"
         "every evaluated problem; --baselines-fit-on train+val adds the val split, to compare with\n"
-        "a model refit on train + val (tools/train.py --fit-on train+val). --split picks the\n"
-        "evaluated problems (default all).\n"
-        "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"invalid_rate\", \"baselines\", ...}.\n");
+        "a model refit on train + val (tools/train.py --fit-on train+val), and all adds test too\n"
+        "(a model refit on all of it, scored on problems from elsewhere, e.g. a holdout DB with\n"
+        "--train-perfdb). --split picks the evaluated problems (default all). When the model's\n"
+        "metadata says it learned from splits being evaluated (fit_on), a note says the figures\n"
+        "are in-sample wherever DB holds those problems.\n"
+        "--search-width W: each k takes the first k candidates of a beam of max(k, W), so k = 1\n"
+        "is the best of a W-wide search instead of the greedy one (default: the model's metadata\n"
+        "search_width, else 1, the paper's protocol; --search-width 1 forces it).\n"
+        "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"invalid_rate\", \"baselines\",\n"
+        "\"search_width\", ...}.\n");
     return 0;
   }
   if (!status) return usage_error("eval", status.message());
@@ -151,8 +167,9 @@ int cmd_eval(const std::vector<std::string>& argv) {
     return usage_error("eval", "--split must be all, train, val or test");
   }
   const std::string baselines_fit_on = args.get("baselines-fit-on", "train");
-  if (baselines_fit_on != "train" && baselines_fit_on != "train+val") {
-    return usage_error("eval", "--baselines-fit-on must be train or train+val");
+  const std::set<std::string> baseline_splits = fit_splits(baselines_fit_on);
+  if (baseline_splits.empty()) {
+    return usage_error("eval", "--baselines-fit-on must be train, train+val or all");
   }
   int seed = 0, limit = 0, threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   status = args.get_int("split-seed", 0, &seed);
@@ -171,6 +188,28 @@ int cmd_eval(const std::vector<std::string>& argv) {
                               args.positional()[0].c_str()));
   }
   const bool has_constraints = model.root()->constraints() && model.root()->constraints()->size() > 0;
+  int search_width = 1;
+  bool search_width_from_model = false;
+  status = search_width_of(args, model, &search_width, &search_width_from_model);
+  if (!status) return usage_error("eval", status.message());
+  // Splits this evaluation shares with the model's training data, by the model's own metadata
+  // (none known for imported models): a refit on all of our split has no held-out problems left.
+  std::vector<std::string> in_sample;
+  const char* model_fit_on = model.metadata("fit_on");
+  const char* model_split_seed = model.metadata("split_seed");
+  if (model_fit_on && (!model_split_seed || std::to_string(seed) == model_split_seed)) {
+    for (const std::string& s : fit_splits(model_fit_on)) {
+      if (split == "all" || split == s) in_sample.push_back(s);
+    }
+  }
+  if (!in_sample.empty()) {
+    std::string names;
+    for (const std::string& s : in_sample) names += (names.empty() ? "" : ", ") + s;
+    std::fprintf(stderr,
+                 "eval: note: %s learned from the %s problems of split seed %d (fit_on %s): wherever %s "
+                 "holds them, these figures are in-sample\n",
+                 args.positional()[0].c_str(), names.c_str(), seed, model_fit_on, args.get("perfdb").c_str());
+  }
 
   auto read_rows = [&](const std::string& path, std::vector<PerfDbRow>* rows) -> Status {
     std::vector<PerfDbRow> all;
@@ -211,12 +250,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
   // Runtime predictions, one beam search per k, problems spread over threads.
   const int max_k = *std::max_element(ks.begin(), ks.end());
   std::vector<ProblemResult> results(evaluated.size());
-  predict_in_parallel(model, max_k, evaluated.size(), threads, "eval", args.has("json"),
+  predict_in_parallel(model, std::max(max_k, search_width), evaluated.size(), threads, "eval", args.has("json"),
                       [&](size_t i, PredictBuffers& buffers) {
     ProblemResult& r = results[i];
     for (int k : ks) {
       PredictOptions options;
-      options.beam_width = k;
+      options.beam_width = std::max(k, search_width);
       options.use_model_constraints = !args.has("no-constraints");
       PredictInfo info;
       const Candidate* out = buffers.out.data();
@@ -260,6 +299,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["solver"] = args.get("solver");
   j["precisions"] = precisions;
   j["split"] = split;
+  j["search_width"] = search_width;
   j["n"] = model_scores.n;
   j["perfect"] = model_scores.to_json("perfect");
   j["average"] = model_scores.to_json("average");
@@ -267,6 +307,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["invalid_rate"] = has_constraints && returned ? static_cast<double>(invalid) / returned : 0.0;
   j["constraints_checked"] = has_constraints;
   j["removed_by_constraints"] = removed;
+  j["in_sample_splits"] = in_sample;
 
   Scores frequent_scores(ks), nearest_scores(ks);
   const bool baselines = !args.has("no-baselines");
@@ -279,10 +320,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
     std::vector<Problem> train_problems;
     std::vector<ParamVector> train_params;
     for (const PerfDbRow& r : source) {
-      const codegen::Split row_split = codegen::split_of(r.problem, seed);
-      const bool fit = row_split == codegen::Split::kTrain ||
-                       (row_split == codegen::Split::kVal && baselines_fit_on == "train+val");
-      if (!fit) continue;
+      if (!baseline_splits.count(codegen::split_name(codegen::split_of(r.problem, seed)))) continue;
       if (evaluated_descriptors.count(perf_db_descriptor(r.problem))) continue;
       train_problems.push_back(r.problem);
       train_params.push_back(r.params);
@@ -323,6 +361,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
   std::printf("%s on %s: %s %s, split %s, %d problems\n", args.positional()[0].c_str(),
               args.get("perfdb").c_str(), args.get("solver").c_str(), args.get("precision", "all").c_str(),
               split.c_str(), model_scores.n);
+  if (search_width > 1) {
+    std::printf("search width %d%s: k candidates are the first k of a beam of max(k, %d)\n", search_width,
+                search_width_from_model ? " (the model's metadata search_width)" : "", search_width);
+  }
   std::printf("%-16s", "perfect@k (%)");
   for (int k : ks) std::printf(" %7d", k);
   std::printf("   avg@%d\n", ks[0]);

@@ -1,4 +1,5 @@
 // predict: one problem in, the k best valid parameter vectors out.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,11 +33,12 @@ Status parse_features(const std::string& text, std::vector<float>* out) {
 
 int cmd_predict(const std::vector<std::string>& argv) {
   Args args;
-  Status status = args.parse(argv, {"problem", "features", "beam"}, {"greedy", "no-constraints", "json"});
+  Status status =
+      args.parse(argv, {"problem", "features", "beam", "search-width"}, {"greedy", "no-constraints", "json"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast predict MODEL.tcm (--problem FIELDS | --features VALUES)\n"
-        "                        [--greedy | --beam K] [--no-constraints] [--json]\n\n"
+        "                        [--greedy | --beam K [--search-width W]] [--no-constraints] [--json]\n\n"
         "Runs the encoder once and a constrained beam search over the decoder, printing the K\n"
         "best parameter vectors that satisfy every constraint compiled into the model, best\n"
         "first, with their log-probability scores.\n\n"
@@ -45,8 +47,11 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "              feature encoding turns them into the encoder input\n"
         "  --features  the encoder input itself, comma-separated row-major floats (for MIOpen's\n"
         "              KTN: the 8x8 diagonal matrix); constraints need --problem as well\n"
-        "  --greedy    beam width 1: MIOpen's constrained greedy procedure (the default)\n"
-        "  --beam K    beam width K (1..%d)\n"
+        "  --greedy    one candidate by MIOpen's constrained greedy procedure (beam width 1)\n"
+        "  --beam K    K candidates (1..%d, default 1), the best of a beam of max(K, W)\n"
+        "  --search-width W  the beam width for few candidates (default: the model's metadata\n"
+        "              search_width, else 1); e.g. --beam 1 --search-width 10 prints the best of\n"
+        "              a 10-wide beam\n"
         "  --no-constraints  ignore the model's constraints\n"
         "  --json      one JSON object\n\n"
         "Exit status: 0 ok, 2 bad arguments, 3 no valid candidate, 1 other errors.\n",
@@ -58,17 +63,16 @@ int cmd_predict(const std::vector<std::string>& argv) {
   if (!args.has("problem") && !args.has("features")) {
     return usage_error("predict", "give --problem or --features");
   }
-  if (args.has("greedy") && args.has("beam")) {
-    return usage_error("predict", "--greedy and --beam exclude each other");
+  if (args.has("greedy") && (args.has("beam") || args.has("search-width"))) {
+    return usage_error("predict", "--greedy excludes --beam and --search-width");
   }
-  PredictOptions options;
-  status = args.get_int("beam", 1, &options.beam_width);
+  int count = 1;  // candidates to print
+  status = args.get_int("beam", 1, &count);
   if (!status) return usage_error("predict", status.message());
-  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
-    return usage_error("predict", "beam width " + std::to_string(options.beam_width) +
+  if (count < 1 || count > kMaxBeamWidth) {
+    return usage_error("predict", "beam width " + std::to_string(count) +
                                       " is outside 1.." + std::to_string(kMaxBeamWidth));
   }
-  options.use_model_constraints = !args.has("no-constraints");
 
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
@@ -79,6 +83,15 @@ int cmd_predict(const std::vector<std::string>& argv) {
                               "%s is not a sequence-to-sequence predictor (see tunecast inspect)",
                               args.positional()[0].c_str()));
   }
+  int search_width = 1;
+  bool search_width_from_model = false;
+  if (!args.has("greedy")) {
+    status = search_width_of(args, model, &search_width, &search_width_from_model);
+    if (!status) return usage_error("predict", status.message());
+  }
+  PredictOptions options;
+  options.beam_width = std::max(count, search_width);
+  options.use_model_constraints = !args.has("no-constraints");
 
   Problem problem;
   const bool have_problem = args.has("problem");
@@ -87,7 +100,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
     if (!status) return fail(status);
   }
   std::vector<unsigned char> scratch(model.scratch_bytes(options.beam_width));
-  std::vector<Candidate> candidates(options.beam_width);
+  std::vector<Candidate> candidates(count);
   PredictInfo info;
   if (args.has("features")) {
     std::vector<float> features;
@@ -95,11 +108,11 @@ int cmd_predict(const std::vector<std::string>& argv) {
     if (status) {
       status = predict_from_features(model, features.data(), features.size(),
                                      have_problem ? &problem : nullptr, options, scratch.data(),
-                                     scratch.size(), candidates.data(), options.beam_width, &info);
+                                     scratch.size(), candidates.data(), count, &info);
     }
   } else {
     status = predict(model, problem, options, scratch.data(), scratch.size(), candidates.data(),
-                     options.beam_width, &info);
+                     count, &info);
   }
   if (!status) return fail(status);
 
@@ -108,7 +121,8 @@ int cmd_predict(const std::vector<std::string>& argv) {
   if (args.has("json")) {
     nlohmann::json j;
     j["model"] = args.positional()[0];
-    j["beam"] = options.beam_width;
+    j["beam"] = count;
+    j["search_width"] = options.beam_width;
     j["constrained"] = constrained;
     std::vector<std::string> names;
     for (int p = 0; p < model.parameter_count(); ++p) names.push_back(model.parameter_name(p));
@@ -142,8 +156,11 @@ int cmd_predict(const std::vector<std::string>& argv) {
                    problem_field_name(static_cast<ProblemField>(f)));
     }
   }
-  std::printf("%d candidate%s (beam %d, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
+  std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,
+              options.beam_width > count
+                  ? (search_width_from_model ? ", the model's search_width" : ", --search-width")
+                  : "",
               constrained ? "constrained"
                           : (have_problem ? "constraints off" : "no --problem: constraints not checked"));
   std::printf("%4s %10s", "rank", "score");

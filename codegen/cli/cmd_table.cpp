@@ -247,7 +247,9 @@ int cmd_table(const std::vector<std::string>& argv) {
         "usage: tunecast table MODEL.tcm --problems FILE -o OUT [--beam K] [--format cpp|perfdb|text]\n"
         "                      [--threads N] [--namespace NS] [--solver NAME]\n\n"
         "Predicts the best parameter vector of every problem in FILE (one problem per line in the\n"
-        "--problem syntax, '#' starts a comment) on every core, and writes OUT atomically:\n"
+        "--problem syntax, '#' starts a comment) on every core, and writes OUT atomically. The best\n"
+        "is the first candidate of a beam of width K (default: the model's metadata search_width,\n"
+        "else 1: greedy). Formats:\n"
         "  cpp     a C++ include: NS::kDefaultParameters[], a constexpr array of {problem, found,\n"
         "          values} (default; NS defaults to tunecast_table)\n"
         "  perfdb  a MIOpen perf DB (SQLite, tables config and perf_db with MIOpen's columns); the\n"
@@ -263,13 +265,8 @@ int cmd_table(const std::vector<std::string>& argv) {
   }
   PredictOptions options;
   int threads = 0;
-  status = args.get_int("beam", 1, &options.beam_width);
-  if (status) status = args.get_int("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), &threads);
+  status = args.get_int("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), &threads);
   if (!status) return usage_error("table", status.message());
-  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
-    return usage_error("table", "beam width " + std::to_string(options.beam_width) + " is outside 1.." +
-                                    std::to_string(kMaxBeamWidth));
-  }
   if (threads < 1) return usage_error("table", "--threads must be at least 1");
   const std::string format = args.get("format", "cpp");
   if (format != "cpp" && format != "perfdb" && format != "text") {
@@ -285,6 +282,15 @@ int cmd_table(const std::vector<std::string>& argv) {
                               "%s cannot predict from problems (it needs a sequence-to-sequence "
                               "network and a feature encoding)",
                               args.positional()[0].c_str()));
+  }
+  int model_width = 1;
+  bool from_model = false;
+  status = search_width_of(Args(), model, &model_width, &from_model);
+  if (status) status = args.get_int("beam", model_width, &options.beam_width);
+  if (!status) return usage_error("table", status.message());
+  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
+    return usage_error("table", "beam width " + std::to_string(options.beam_width) + " is outside 1.." +
+                                    std::to_string(kMaxBeamWidth));
   }
   std::string solver = args.get("solver");
   if (format == "perfdb" && solver.empty()) {
