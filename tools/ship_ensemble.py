@@ -68,9 +68,6 @@ def main():
                     help="the sweep plan(s) that trained the members (named in the card)")
     args = ap.parse_args()
     ms = [json.load(open(os.path.join(r, "metrics.json"))) for r in args.runs]
-    os.makedirs(args.dest, exist_ok=True)
-    for f in ("model.tcir.json", "model.tce"):
-        shutil.copy(os.path.join(args.ensemble, f), os.path.join(args.dest, f))
     val, test = load_evals(args.evals, "val"), load_evals(args.evals, "test")
     m0, a = ms[0], ms[0]["args"]
     fit_on = a.get("fit_on", "train")
@@ -93,7 +90,7 @@ def main():
         raise SystemExit("ship_ensemble: the baselines must learn from the rows the members learned from "
                          "(tunecast eval --baselines-fit-on train+val for a refit, train otherwise)")
     stop = {m["name"]: m["args"].get("stop_epoch") or m["args"]["epochs"] for m in ms}
-    with open(os.path.join(args.dest, "model.tcir.json")) as fh:
+    with open(os.path.join(args.ensemble, "model.tcir.json")) as fh:
         search_width = int(json.load(fh)["metadata"].get("search_width", "1"))
     if {j.get("search_width", 1) for j in list(test.values()) + list(val.values())} != {search_width}:
         raise SystemExit(f"ship_ensemble: evaluate with --search-width {search_width}, the model's metadata search_width")
@@ -104,6 +101,10 @@ def main():
                     "`table` do so by default; `--greedy` or `--search-width 1` for\n  MIOpen's greedy procedure; "
                     f"in C++, `predict()` with `beam_width = {search_width}` and capacity 1). p@1 below is measured "
                     "that way;\n  why: weights/README.md.\n")
+    # Every check passed: only now does the destination change.
+    os.makedirs(args.dest, exist_ok=True)
+    for f in ("model.tcir.json", "model.tce"):
+        shutil.copy(os.path.join(args.ensemble, f), os.path.join(args.dest, f))
     size = os.path.getsize(os.path.join(args.dest, "model.tcir.json")) / 1e6
     nparams = sum(m["parameters"] for m in ms)
     cmds = "\n".join(f"  `{m['command']}`\n" for m in ms)

@@ -191,7 +191,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   int search_width = 1;
   bool search_width_from_model = false;
   status = search_width_of(args, model, &search_width, &search_width_from_model);
-  if (!status) return usage_error("eval", status.message());
+  if (!status) return args.has("search-width") ? usage_error("eval", status.message()) : fail(status);
   // Splits this evaluation shares with the model's training data, by the model's own metadata
   // (none known for imported models): a refit on all of our split has no held-out problems left.
   std::vector<std::string> in_sample;

@@ -87,7 +87,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
   bool search_width_from_model = false;
   if (!args.has("greedy")) {
     status = search_width_of(args, model, &search_width, &search_width_from_model);
-    if (!status) return usage_error("predict", status.message());
+    if (!status) return args.has("search-width") ? usage_error("predict", status.message()) : fail(status);
   }
   PredictOptions options;
   options.beam_width = std::max(count, search_width);

@@ -286,7 +286,8 @@ int cmd_table(const std::vector<std::string>& argv) {
   int model_width = 1;
   bool from_model = false;
   status = search_width_of(Args(), model, &model_width, &from_model);
-  if (status) status = args.get_int("beam", model_width, &options.beam_width);
+  if (!status) return fail(status);
+  status = args.get_int("beam", model_width, &options.beam_width);
   if (!status) return usage_error("table", status.message());
   if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
     return usage_error("table", "beam width " + std::to_string(options.beam_width) + " is outside 1.." +
