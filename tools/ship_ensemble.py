@@ -124,7 +124,7 @@ def main():
                            "beam 10)")
         val_section = f"## Validation split (selection), runtime `tunecast eval --split val`\n\n```\n{table(val)}\n```\n"
     else:
-        rows_line = (f"rows train+val {m0['rows']['train']} / test {m0['rows']['test']}: the final refit, every member "
+        rows_line = (f"rows train+val {m0['rows']['train']} / test {m0['rows']['test']}: the train + val refit, every member "
                      "trained on train + val with the recipe, seed and epoch count chosen on val by its train-only run")
         checkpoint_line = ("no checkpoint selection: each member stops at the epoch its train-only run picked on "
                            "validation (`--stop-epoch`: " + ", ".join(f"{n} {e}" for n, e in stop.items()) + ")")

@@ -50,7 +50,7 @@ def parse():
                     help="mass spread over the current position's tokens")
     ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
     ap.add_argument("--fit-on", default="train", choices=list(FIT_SPLITS),
-                    help="train: keep the checkpoint that scores best on val; train+val: the final refit of a "
+                    help="train: keep the checkpoint that scores best on val; train+val: the refit of a "
                          "recipe already chosen on val (no checkpoint selection: the weights at --stop-epoch); "
                          "all: the same on train + val + test, for shipping once every measurement is done "
                          "(nothing of our split is left to score it: the train+val twin's test numbers stand for it)")
