@@ -284,8 +284,8 @@ int cmd_table(const std::vector<std::string>& argv) {
                               args.positional()[0].c_str()));
   }
   int model_width = 1;
-  bool from_model = false;
-  status = search_width_of(Args(), model, &model_width, &from_model);
+  bool width_from_model = false;
+  status = search_width_of(Args(), model, &model_width, &width_from_model);
   if (!status) return fail(status);
   status = args.get_int("beam", model_width, &options.beam_width);
   if (!status) return usage_error("table", status.message());
