@@ -12,13 +12,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "peak_rss.h"
 #include "tunecast/predict.h"
 
 using tunecast::bench::peak_rss_kb;
-
 
 int main(int argc, char** argv) {
   if (argc != 4) {

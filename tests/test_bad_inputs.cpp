@@ -620,6 +620,29 @@ void make_db(const std::string& path, const char* sql) {
   REQUIRE_MESSAGE(rc == SQLITE_OK, message);
 }
 
+// MIOpen's config table, every column the perf DB reader needs.
+constexpr const char* kMiopenConfigTable =
+    "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT,"
+    " spatial_dim INT, in_channels INT, in_h INT, in_w INT, in_d INT, fil_h INT, fil_w INT,"
+    " fil_d INT, out_channels INT, batchsize INT, pad_h INT, pad_w INT, pad_d INT,"
+    " conv_stride_h INT, conv_stride_w INT, conv_stride_d INT, dilation_h INT, dilation_w INT,"
+    " dilation_d INT, bias INT, group_count INT);";
+
+// A perf DB of twelve problems (n = 1..12, otherwise the same) of a solver named Tiny, the tuned
+// vector of problem n given by `params_of(n)`, in MIOpen's two tables.
+template <typename ParamsOf>
+void make_tiny_perf_db(const std::string& path, ParamsOf params_of) {
+  std::string sql = std::string(kMiopenConfigTable) +
+      "CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INT, params TEXT);";
+  for (int n = 1; n <= 12; ++n) {
+    const std::string id = std::to_string(n);
+    sql += "INSERT INTO config VALUES (" + id + ", 'NCHW', 'FP32', 'F', 2, 4, 7, 7, 1, 1, 1, 1, 30, " + id +
+           ", 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1);"
+           "INSERT INTO perf_db VALUES (" + id + ", 'Tiny', " + id + ", '" + params_of(n) + "');";
+  }
+  make_db(path, sql.c_str());
+}
+
 }  // namespace
 
 TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
@@ -627,12 +650,7 @@ TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
   PerfDb db;
   make_db(dir.file("no_tables.db"), "CREATE TABLE something (id INTEGER);");
   CHECK_ERROR(PerfDb::open(dir.file("no_tables.db"), &db), StatusCode::kNotFound, "has no table perf_db");
-  make_db(dir.file("no_perf.db"),
-          "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT,"
-          " spatial_dim INT, in_channels INT, in_h INT, in_w INT, in_d INT, fil_h INT, fil_w INT,"
-          " fil_d INT, out_channels INT, batchsize INT, pad_h INT, pad_w INT, pad_d INT,"
-          " conv_stride_h INT, conv_stride_w INT, conv_stride_d INT, dilation_h INT, dilation_w INT,"
-          " dilation_d INT, bias INT, group_count INT);");
+  make_db(dir.file("no_perf.db"), kMiopenConfigTable);
   CHECK_ERROR(PerfDb::open(dir.file("no_perf.db"), &db), StatusCode::kNotFound, "has no table perf_db");
   make_db(dir.file("no_column.db"),
           "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT);"
@@ -658,26 +676,9 @@ TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
   CHECK_FALSE(std::filesystem::exists(dir.file("absent.db")));
 }
 
-// A perf DB's two tables with MIOpen's columns, for CLI tests that fill in rows.
-constexpr const char* kTinyPerfDbSchema =
-    "CREATE TABLE config (id INTEGER PRIMARY KEY, layout TEXT, data_type TEXT, direction TEXT,"
-    " spatial_dim INT, in_channels INT, in_h INT, in_w INT, in_d INT, fil_h INT, fil_w INT,"
-    " fil_d INT, out_channels INT, batchsize INT, pad_h INT, pad_w INT, pad_d INT,"
-    " conv_stride_h INT, conv_stride_w INT, conv_stride_d INT, dilation_h INT, dilation_w INT,"
-    " dilation_d INT, bias INT, group_count INT);"
-    "CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INT, params TEXT);";
-
 TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as in-sample") {
   TempDir dir;
-  // Twelve problems (n = 1..12) of a solver named Tiny, every tuned vector the same valid one.
-  std::string sql = kTinyPerfDbSchema;
-  for (int n = 1; n <= 12; ++n) {
-    const std::string id = std::to_string(n);
-    sql += "INSERT INTO config VALUES (" + id + ", 'NCHW', 'FP32', 'F', 2, 4, 7, 7, 1, 1, 1, 1, 30, " + id +
-           ", 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1);"
-           "INSERT INTO perf_db VALUES (" + id + ", 'Tiny', " + id + ", '10,20,30');";
-  }
-  make_db(dir.file("tiny.db"), sql.c_str());
+  make_tiny_perf_db(dir.file("tiny.db"), [](int) { return "10,20,30"; });  // one valid vector for all
   ir::Model refit = tiny_with_rules();
   refit.metadata["fit_on"] = "train+val";
   refit.metadata["split_seed"] = "0";
@@ -744,14 +745,7 @@ TEST_CASE("CLI: a model's search_width makes one candidate the best of a wider b
         best_of_4["candidates"]);
 
   // eval: k = 1 under the model's width is the first candidate of a beam of 4.
-  std::string sql = std::string(kTinyPerfDbSchema);
-  for (int n = 1; n <= 12; ++n) {
-    const std::string id = std::to_string(n);
-    sql += "INSERT INTO config VALUES (" + id + ", 'NCHW', 'FP32', 'F', 2, 4, 7, 7, 1, 1, 1, 1, 30, " + id +
-           ", 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1);"
-           "INSERT INTO perf_db VALUES (" + id + ", 'Tiny', " + id + ", '" + (n % 2 ? "10,20,30" : "10,10,10") + "');";
-  }
-  make_db(dir.file("tiny.db"), sql.c_str());
+  make_tiny_perf_db(dir.file("tiny.db"), [](int n) { return n % 2 ? "10,20,30" : "10,10,10"; });
   const std::string eval = " --perfdb " + dir.file("tiny.db") + " --solver Tiny --beam 1,4 --no-baselines --json";
   const nlohmann::json plain_eval = run_json("eval " + dir.file("plain.tcm") + eval);
   const nlohmann::json wide_eval = run_json("eval " + dir.file("wide.tcm") + eval);

@@ -111,8 +111,9 @@ def main():
 
     if args.baseline:
         metrics = os.path.join(args.baseline, "metrics.json")
-        if os.path.exists(metrics) and json.load(open(metrics)).get("fit_on") == "train+val":
-            print(f"[select] warning: {args.baseline} was refit on train + val, so its val score below is "
+        fit_on = json.load(open(metrics)).get("fit_on", "train") if os.path.exists(metrics) else "train"
+        if fit_on != "train":  # train+val or all: the model learned the val problems
+            print(f"[select] warning: {args.baseline} was refit on {fit_on}, so its val score below is "
                   "in-sample; compare with its train-only members instead (--start NAME ...)", flush=True)
         s, g, b = sc.evaluate(args.baseline, "baseline:" + os.path.abspath(args.baseline))
         result["baseline"] = {"folder": args.baseline, "score": s, "groups": g, "bytes": b}

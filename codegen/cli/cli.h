@@ -38,11 +38,14 @@ struct LoadedModel {
 };
 Status load_model_file(const std::string& path, LoadedModel* out);
 
-// The search width of a command: --search-width when given, else the model's metadata
-// "search_width" (a trained predictor's recommended decoding), else 1. A request for k
-// candidates then keeps max(k, width) hypotheses and returns the first k: with width 10, one
-// candidate is the best of a 10-wide beam, not the greedy one. *from_model tells where it came from.
-Status search_width_of(const Args& args, const Model& model, int* width, bool* from_model);
+// The beam width a trained predictor recommends for few candidates: its metadata "search_width",
+// else 1 (greedy). A request for k candidates keeps max(k, width) hypotheses and returns the first
+// k: with width 10, one candidate is the best of a 10-wide beam, not the greedy one. A bad value is
+// the model's error.
+Status model_search_width(const Model& model, int* width);
+
+// "<what> <width> is outside 1..kMaxBeamWidth" unless the width is a beam the runtime runs.
+Status check_beam_width(const char* what, int width);
 
 // One thread's prediction buffers, sized for beams up to the max_beam given to predict_in_parallel.
 struct PredictBuffers {

@@ -137,26 +137,23 @@ int usage_error(const char* command, const std::string& message) {
   return 2;
 }
 
-Status search_width_of(const Args& args, const Model& model, int* width, bool* from_model) {
-  *from_model = false;
-  if (args.has("search-width")) {
-    TUNECAST_RETURN_IF_ERROR(args.get_int("search-width", 1, width));
-  } else if (const char* text = model.metadata("search_width")) {
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (end == text || *end != '\0' || value < 1 || value > kMaxBeamWidth) {
-      return Status::error(StatusCode::kInvalidArgument,
-                           "the model's metadata search_width '%s' is not a width in 1..%d", text, kMaxBeamWidth);
-    }
-    *width = static_cast<int>(value);
-    *from_model = true;
-  } else {
-    *width = 1;
+Status model_search_width(const Model& model, int* width) {
+  *width = 1;
+  const char* text = model.metadata("search_width");
+  if (text == nullptr) return Status::ok();
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 1 || value > kMaxBeamWidth) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "the model's metadata search_width '%s' is not a width in 1..%d", text, kMaxBeamWidth);
   }
-  if (*width < 1 || *width > kMaxBeamWidth) {
-    return Status::error(StatusCode::kInvalidArgument, "search width %d is outside 1..%d", *width, kMaxBeamWidth);
-  }
+  *width = static_cast<int>(value);
   return Status::ok();
+}
+
+Status check_beam_width(const char* what, int width) {
+  if (width >= 1 && width <= kMaxBeamWidth) return Status::ok();
+  return Status::error(StatusCode::kInvalidArgument, "%s %d is outside 1..%d", what, width, kMaxBeamWidth);
 }
 
 }  // namespace tunecast::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -189,9 +190,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
   }
   const bool has_constraints = model.root()->constraints() && model.root()->constraints()->size() > 0;
   int search_width = 1;
-  bool search_width_from_model = false;
-  status = search_width_of(args, model, &search_width, &search_width_from_model);
-  if (!status) return args.has("search-width") ? usage_error("eval", status.message()) : fail(status);
+  status = model_search_width(model, &search_width);
+  if (!status) return fail(status);
+  status = args.get_int("search-width", search_width, &search_width);
+  if (status) status = check_beam_width("search width", search_width);
+  if (!status) return usage_error("eval", status.message());
   // Splits this evaluation shares with the model's training data, by the model's own metadata
   // (none known for imported models): a refit on all of our split has no held-out problems left.
   std::vector<std::string> in_sample;
@@ -247,28 +250,41 @@ int cmd_eval(const std::vector<std::string>& argv) {
                               split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str()));
   }
 
-  // Runtime predictions, one beam search per k, problems spread over threads.
+  // Runtime predictions, problems spread over threads. Each k takes the first k candidates of a
+  // beam of max(k, search width): the ks that share a width share one search, run once with room
+  // for the largest of them (the output capacity only cuts the list).
   const int max_k = *std::max_element(ks.begin(), ks.end());
+  std::map<int, int> capacity_of_width;
+  for (int k : ks) {
+    int& capacity = capacity_of_width[std::max(k, search_width)];
+    capacity = std::max(capacity, k);
+  }
   std::vector<ProblemResult> results(evaluated.size());
   predict_in_parallel(model, std::max(max_k, search_width), evaluated.size(), threads, "eval", args.has("json"),
                       [&](size_t i, PredictBuffers& buffers) {
     ProblemResult& r = results[i];
+    const Candidate* out = buffers.out.data();
+    int held_width = 0;  // the search whose candidates buffers.out holds
+    PredictInfo info;
     for (int k : ks) {
-      PredictOptions options;
-      options.beam_width = std::max(k, search_width);
-      options.use_model_constraints = !args.has("no-constraints");
-      PredictInfo info;
-      const Candidate* out = buffers.out.data();
-      const Status s = predict(model, evaluated[i].problem, options, buffers.scratch.data(),
-                               buffers.scratch.size(), buffers.out.data(), k, &info);
-      r.candidates.emplace_back();
-      if (!s && s.code() != StatusCode::kNoValidCandidate) {
-        r.failed = true;
-        r.error = s.message();
-        return;
+      const int width = std::max(k, search_width);
+      if (width != held_width) {
+        PredictOptions options;
+        options.beam_width = width;
+        options.use_model_constraints = !args.has("no-constraints");
+        info = PredictInfo();
+        const Status s = predict(model, evaluated[i].problem, options, buffers.scratch.data(),
+                                 buffers.scratch.size(), buffers.out.data(), capacity_of_width.at(width), &info);
+        if (!s && s.code() != StatusCode::kNoValidCandidate) {
+          r.failed = true;
+          r.error = s.message();
+          return;
+        }
+        held_width = width;
       }
+      r.candidates.emplace_back();
       r.removed += info.rejected_by_constraints;
-      for (int c = 0; c < info.candidates; ++c) {
+      for (int c = 0; c < std::min(k, info.candidates); ++c) {
         r.candidates.back().emplace_back(out[c].values, out[c].values + out[c].length);
         ++r.returned;
         if (has_constraints &&
@@ -363,7 +379,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
               split.c_str(), model_scores.n);
   if (search_width > 1) {
     std::printf("search width %d%s: k candidates are the first k of a beam of max(k, %d)\n", search_width,
-                search_width_from_model ? " (the model's metadata search_width)" : "", search_width);
+                args.has("search-width") ? "" : " (the model's metadata search_width)", search_width);
   }
   std::printf("%-16s", "perfect@k (%)");
   for (int k : ks) std::printf(" %7d", k);

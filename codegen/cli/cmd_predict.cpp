@@ -68,11 +68,8 @@ int cmd_predict(const std::vector<std::string>& argv) {
   }
   int count = 1;  // candidates to print
   status = args.get_int("beam", 1, &count);
+  if (status) status = check_beam_width("beam width", count);
   if (!status) return usage_error("predict", status.message());
-  if (count < 1 || count > kMaxBeamWidth) {
-    return usage_error("predict", "beam width " + std::to_string(count) +
-                                      " is outside 1.." + std::to_string(kMaxBeamWidth));
-  }
 
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
@@ -83,11 +80,13 @@ int cmd_predict(const std::vector<std::string>& argv) {
                               "%s is not a sequence-to-sequence predictor (see tunecast inspect)",
                               args.positional()[0].c_str()));
   }
-  int search_width = 1;
-  bool search_width_from_model = false;
+  int search_width = 1;  // --greedy: MIOpen's procedure whatever the model recommends
   if (!args.has("greedy")) {
-    status = search_width_of(args, model, &search_width, &search_width_from_model);
-    if (!status) return args.has("search-width") ? usage_error("predict", status.message()) : fail(status);
+    status = model_search_width(model, &search_width);
+    if (!status) return fail(status);
+    status = args.get_int("search-width", search_width, &search_width);
+    if (status) status = check_beam_width("search width", search_width);
+    if (!status) return usage_error("predict", status.message());
   }
   PredictOptions options;
   options.beam_width = std::max(count, search_width);
@@ -159,7 +158,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,
               options.beam_width > count
-                  ? (search_width_from_model ? ", the model's search_width" : ", --search-width")
+                  ? (args.has("search-width") ? ", --search-width" : ", the model's search_width")
                   : "",
               constrained ? "constrained"
                           : (have_problem ? "constraints off" : "no --problem: constraints not checked"));

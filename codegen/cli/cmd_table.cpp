@@ -284,15 +284,11 @@ int cmd_table(const std::vector<std::string>& argv) {
                               args.positional()[0].c_str()));
   }
   int model_width = 1;
-  bool width_from_model = false;
-  status = search_width_of(Args(), model, &model_width, &width_from_model);
+  status = model_search_width(model, &model_width);
   if (!status) return fail(status);
   status = args.get_int("beam", model_width, &options.beam_width);
+  if (status) status = check_beam_width("beam width", options.beam_width);
   if (!status) return usage_error("table", status.message());
-  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
-    return usage_error("table", "beam width " + std::to_string(options.beam_width) + " is outside 1.." +
-                                    std::to_string(kMaxBeamWidth));
-  }
   std::string solver = args.get("solver");
   if (format == "perfdb" && solver.empty()) {
     const char* from_model = model.metadata("solver");
