@@ -10,7 +10,7 @@
 # prefix such as .../gfx908_ConvAsm1x1U, or *.tn.model); RULES and ENCODING are compiled into the
 # blob on the way, WEIGHTS picks the storage of its product weights (compile --weights, checked
 # against fp32 on the Keras test vectors or synthetic inputs). NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
-# THREAD_LOCAL_SCRATCH (EMIT cpp) adds predict() overloads over a thread_local Scratch (emit-cpp
+# THREAD_LOCAL_SCRATCH (EMIT cpp) adds a predict() overload over a thread_local Scratch (emit-cpp
 # --thread-local-scratch): convenient, but every thread of the process then holds kScratchBytes.
 # TARGET gets the generated folder on its include path (#include "name.h") and links tunecast::runtime.
 # Works in tunecast's own build (add_subdirectory) and against an installed package.

@@ -46,7 +46,7 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
         "  --namespace enclosing namespace, may be nested (a::b); default tunecast_generated\n"
         "  --max-beam  largest beam width the generated Scratch holds (1..%d, default 16)\n"
         "  --thread-local-scratch\n"
-        "              also emit predict() overloads that use a thread_local Scratch; every thread\n"
+        "              also emit a predict() overload that uses a thread_local Scratch; every thread\n"
         "              of the process then holds one (zeroed, so resident), predicting or not\n",
         kMaxBeamWidth);
     return 0;

@@ -72,13 +72,11 @@ struct Scores {
       top1[i] += limit > 0 && cands[0] == target;
     }
   }
-  nlohmann::json to_json(const char* key) const {
+  // One of the sums above at ks[i], as a percentage of the problems.
+  double percent(const std::vector<double>& sums, size_t i) const { return n ? 100.0 * sums[i] / n : 0.0; }
+  nlohmann::json to_json(const std::vector<double>& sums) const {
     nlohmann::json j = nlohmann::json::object();
-    for (size_t i = 0; i < ks.size(); ++i) {
-      const std::vector<double>& sums = key[0] == 'p' ? perfect : key[0] == 'a' ? average : top1;
-      const double v = sums[i];
-      j[std::to_string(ks[i])] = n ? 100.0 * v / n : 0.0;
-    }
+    for (size_t i = 0; i < ks.size(); ++i) j[std::to_string(ks[i])] = percent(sums, i);
     return j;
   }
 };
@@ -94,8 +92,8 @@ struct ProblemResult {
 
 void print_row(const char* label, const Scores& s, const std::string& extra) {
   std::printf("%-16s", label);
-  for (size_t i = 0; i < s.ks.size(); ++i) std::printf(" %7.1f", s.n ? 100.0 * s.perfect[i] / s.n : 0.0);
-  std::printf("   %6.1f %s\n", s.n ? 100.0 * s.average[0] / s.n : 0.0, extra.c_str());
+  for (size_t i = 0; i < s.ks.size(); ++i) std::printf(" %7.1f", s.percent(s.perfect, i));
+  std::printf("   %6.1f %s\n", s.percent(s.average, 0), extra.c_str());
 }
 
 }  // namespace
@@ -317,9 +315,9 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["split"] = split;
   j["search_width"] = search_width;
   j["n"] = model_scores.n;
-  j["perfect"] = model_scores.to_json("perfect");
-  j["average"] = model_scores.to_json("average");
-  j["top1"] = model_scores.to_json("top1");
+  j["perfect"] = model_scores.to_json(model_scores.perfect);
+  j["average"] = model_scores.to_json(model_scores.average);
+  j["top1"] = model_scores.to_json(model_scores.top1);
   j["invalid_rate"] = has_constraints && returned ? static_cast<double>(invalid) / returned : 0.0;
   j["constraints_checked"] = has_constraints;
   j["removed_by_constraints"] = removed;
@@ -353,8 +351,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
       j["baselines"] = {
           {"train_rows", train_count},
           {"fit_on", baselines_fit_on},
-          {"most_frequent", {{"perfect", frequent_scores.to_json("perfect")}, {"average", frequent_scores.to_json("average")}}},
-          {"nearest", {{"perfect", nearest_scores.to_json("perfect")}, {"average", nearest_scores.to_json("average")}}}};
+          {"most_frequent",
+           {{"perfect", frequent_scores.to_json(frequent_scores.perfect)},
+            {"average", frequent_scores.to_json(frequent_scores.average)}}},
+          {"nearest",
+           {{"perfect", nearest_scores.to_json(nearest_scores.perfect)},
+            {"average", nearest_scores.to_json(nearest_scores.average)}}}};
     }
   }
 
@@ -390,7 +392,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   print_row("tunecast", model_scores, has_constraints ? extra : "(model has no constraints)");
   std::printf("%-16s", "  top1 of beam k");
   for (size_t i = 0; i < ks.size(); ++i) {
-    std::printf(" %7.1f", model_scores.n ? 100.0 * model_scores.top1[i] / model_scores.n : 0.0);
+    std::printf(" %7.1f", model_scores.percent(model_scores.top1, i));
   }
   std::printf("\n");
   if (baselines && train_count > 0) {

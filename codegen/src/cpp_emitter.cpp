@@ -854,12 +854,13 @@ class Emitter {
                      v(in).c_str(), st(in).c_str(), r(in).c_str(), weights_of(layer, "Kernel").c_str(),
                      layer->kernel()->rows(), units, bias_of(layer).c_str());
           if (batched) {
-            w->line("  TUNECAST_RETURN_IF_ERROR(layers::lstm_batch(%s, %s, %s, %s, %s, %s, %s, %s, s.%s, %zu, %s, %s, %s, %s, %s, %s));",
+            // The sequence output shares h's storage in a step graph (GraphInfo::storage).
+            w->line("  TUNECAST_RETURN_IF_ERROR(layers::lstm_batch(%s, %s, %s, %s, %s, %s, %s, %s, s.%s, %zu, %s, %s, %s, %s));",
                     input_args.c_str(), weights_of(layer, "Recurrent").c_str(),
                     has_initial ? v(ins[1]).c_str() : "nullptr", has_initial ? st(ins[1]).c_str() : "0",
                     has_initial ? v(ins[2]).c_str() : "nullptr", has_initial ? st(ins[2]).c_str() : "0",
                     gate.c_str(), cell.c_str(), names.temp.c_str(), z_stride, v(outs[1]).c_str(), st(outs[1]).c_str(),
-                    v(outs[2]).c_str(), st(outs[2]).c_str(), v(out).c_str(), st(out).c_str());
+                    v(outs[2]).c_str(), st(outs[2]).c_str());
           } else {
             w->line("  TUNECAST_RETURN_IF_ERROR(layers::lstm_input(%s, s.%s, %zu));", input_args.c_str(),
                     names.temp.c_str(), z_stride);

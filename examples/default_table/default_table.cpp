@@ -7,7 +7,7 @@ namespace {
 
 example::DefaultEntry g_table[example::kProblemCount];
 
-// The Scratch lives in static storage (not the thread_local overload, whose block glibc would
+// The Scratch lives in static storage (not in a thread_local one, whose block glibc would
 // allocate on this thread's first use inside dlopen).
 example::Predictor::Scratch g_scratch;
 

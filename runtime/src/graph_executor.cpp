@@ -69,8 +69,7 @@ Status run_lstm(const schema::Layer* layer, bool batched, GraphArena* a) {
                               a->rows[x], any(layer->kernel()), layer->kernel()->rows(), units,
                               bias_of(layer), any(layer->recurrent()), h0, h0_stride, c0,
                               c0_stride, gate_act, cell_act, a->temp, z_stride, a->value[h],
-                              a->stride[h], a->value[c], a->stride[c], a->value[seq],
-                              a->stride[seq]);
+                              a->stride[h], a->value[c], a->stride[c]);
   }
   TUNECAST_RETURN_IF_ERROR(with_weights(layer->kernel(), [&](const auto* kernel) {
     return layers::lstm_input(name_of(layer), layer->token_input(), a->value[x], a->stride[x],

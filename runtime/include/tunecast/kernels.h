@@ -36,7 +36,8 @@ constexpr size_t packed_size(size_t rows, size_t cols) {
 #define TUNECAST_OUT_OF_LINE __attribute__((noinline))
 #define TUNECAST_RESTRICT __restrict__
 // Loops over a block's rows and panels unroll completely, so its accumulators live in registers
-// at -O2 too (the runtime builds its layer kernels at -O2, the rest at -Os, for its code size).
+// at -O2 too (the runtime builds graph_executor.cpp's layer kernels at -O2, the rest at -Os, for
+// its code size).
 #define TUNECAST_UNROLL _Pragma("GCC unroll 16")
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
 typedef float Vec16 __attribute__((vector_size(64), aligned(4)));

@@ -86,12 +86,12 @@ Status lstm_input(const char* name, bool token_input, const float* x, size_t x_s
 }
 
 // One LSTM step for every row (a decoder step over the beams), from z = lstm_input(...).
-// h0/c0 null: zero initial state. Writes h, c and the sequence output (= h).
+// h0/c0 null: zero initial state. Writes h and c; a step graph's sequence output shares h's
+// storage (GraphInfo::storage), so it needs no copy.
 template <typename W>
 void lstm_step(size_t rows, size_t units, const W* recurrent, const float* h0, size_t h0_stride,
                const float* c0, size_t c0_stride, Act gate_act, Act cell_act, float* z,
-               size_t z_stride, float* h, size_t h_stride, float* c, size_t c_stride, float* seq,
-               size_t seq_stride) {
+               size_t z_stride, float* h, size_t h_stride, float* c, size_t c_stride) {
   if (h0 != nullptr) {
     kernels::matmul(h0, h0_stride, rows, units, recurrent, 4 * units, nullptr, z, z_stride, true);
   }
@@ -104,7 +104,6 @@ void lstm_step(size_t rows, size_t units, const W* recurrent, const float* h0, s
       std::memset(cr, 0, units * sizeof(float));
     }
     kernels::lstm_cell(z + r * z_stride, units, hr, cr, gate_act, cell_act);
-    if (seq != h) std::memcpy(seq + r * seq_stride, hr, units * sizeof(float));
   }
 }
 
@@ -124,13 +123,12 @@ struct AnyWeights {
 };
 
 // A batched LSTM layer (decoder step over the beams): lstm_input then lstm_step, kLstmStepRows
-// rows at a time; z holds kLstmStepRows rows. `seq` may be `h` (one copy of the same numbers).
+// rows at a time; z holds kLstmStepRows rows. Its sequence output is h (see lstm_step).
 inline TUNECAST_OUT_OF_LINE Status lstm_batch(
     const char* name, bool token_input, const float* x, size_t x_stride, size_t rows,
     AnyWeights kernel, size_t kernel_rows, size_t units, const float* bias, AnyWeights recurrent,
     const float* h0, size_t h0_stride, const float* c0, size_t c0_stride, Act gate_act,
-    Act cell_act, float* z, size_t z_stride, float* h, size_t h_stride, float* c, size_t c_stride,
-    float* seq, size_t seq_stride) {
+    Act cell_act, float* z, size_t z_stride, float* h, size_t h_stride, float* c, size_t c_stride) {
   for (size_t r0 = 0; r0 < rows; r0 += kLstmStepRows) {
     const size_t n = rows - r0 < kLstmStepRows ? rows - r0 : kLstmStepRows;
     const float* xr = x + r0 * x_stride;
@@ -142,13 +140,12 @@ inline TUNECAST_OUT_OF_LINE Status lstm_batch(
     const float* c0r = c0 != nullptr ? c0 + r0 * c0_stride : nullptr;
     float* hr = h + r0 * h_stride;
     float* cr = c + r0 * c_stride;
-    float* seqr = seq == h ? hr : seq + r0 * seq_stride;
     if (recurrent.f16 != nullptr) {
       lstm_step(n, units, recurrent.f16, h0r, h0_stride, c0r, c0_stride, gate_act, cell_act, z,
-                z_stride, hr, h_stride, cr, c_stride, seqr, seq_stride);
+                z_stride, hr, h_stride, cr, c_stride);
     } else {
       lstm_step(n, units, recurrent.f32, h0r, h0_stride, c0r, c0_stride, gate_act, cell_act, z,
-                z_stride, hr, h_stride, cr, c_stride, seqr, seq_stride);
+                z_stride, hr, h_stride, cr, c_stride);
     }
   }
   return Status::ok();

@@ -17,7 +17,7 @@ struct CppEmitOptions {
   std::string name_space = "tunecast_generated";  // may be nested: "miopen::ktn"
   std::string name = "Predictor";                   // struct name, and the files' stem
   int max_beam = 16;                                // the Scratch is sized for this many beams
-  // Also emit predict() overloads over a thread_local Scratch. Off by default: static TLS is
+  // Also emit a predict() overload over a thread_local Scratch. Off by default: static TLS is
   // zeroed, hence resident, in every thread of a process, whether it predicts or not.
   bool thread_local_scratch = false;
   std::string source = "";                          // shown in the header comment (the .tcm path)
