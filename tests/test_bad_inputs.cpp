@@ -762,3 +762,43 @@ TEST_CASE("CLI: a model's search_width makes one candidate the best of a wider b
   check_one_line_error(run_cli(dir, "predict " + dir.file("plain.tcm") + problem + " --search-width 0"),
                        "search width 0 is outside 1..256");
 }
+
+TEST_CASE("CLI eval --candidates: one line per problem that agrees with the metrics") {
+  TempDir dir;
+  write_blob_file(dir.file("plain.tcm"), tiny_with_rules());
+  make_tiny_perf_db(dir.file("tiny.db"), [](int n) { return n % 3 ? "10,20,30" : "10,10,10"; });
+  const std::string eval = "eval " + dir.file("plain.tcm") + " --perfdb " + dir.file("tiny.db") +
+                           " --solver Tiny --beam 1,4 --no-baselines --json --candidates ";
+  const CliResult r = run_cli(dir, eval + dir.file("c.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json metrics = nlohmann::json::parse(r.out);
+  std::ifstream in(dir.file("c.jsonl"));
+  std::string text;
+  int lines = 0, at_1 = 0, within_4 = 0;
+  int64_t previous_id = -1;
+  while (std::getline(in, text)) {
+    const nlohmann::json line = nlohmann::json::parse(text);
+    ++lines;
+    CHECK(line["config_id"].get<int64_t>() > previous_id);  // DB config order
+    previous_id = line["config_id"];
+    const nlohmann::json& cands = line["candidates"];
+    REQUIRE(!cands.empty());
+    CHECK(cands.size() <= 4u);
+    int rank = 0;
+    for (size_t c = 0; c < cands.size(); ++c) {
+      if (rank == 0 && cands[c]["values"] == line["tuned"]) rank = static_cast<int>(c) + 1;
+      if (c > 0) CHECK(cands[c]["score"].get<double>() <= cands[c - 1]["score"].get<double>());
+    }
+    CHECK(line["rank"] == rank);
+    at_1 += rank == 1;
+    within_4 += rank >= 1;
+    CHECK(contains(line["problem"].get<std::string>(), "batchsize="));
+  }
+  REQUIRE(lines == metrics["n"]);
+  CHECK(within_4 > 0);
+  CHECK(metrics["perfect"]["4"].get<double>() == doctest::Approx(100.0 * within_4 / lines));
+  CHECK(metrics["top1"]["4"].get<double>() == doctest::Approx(100.0 * at_1 / lines));
+  // An unwritable path fails the command and leaves nothing behind.
+  check_one_line_error(run_cli(dir, eval + dir.file("absent/c.jsonl")), "absent/c.jsonl");
+  CHECK_FALSE(std::filesystem::exists(dir.file("absent")));
+}

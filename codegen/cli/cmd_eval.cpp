@@ -83,6 +83,7 @@ struct Scores {
 
 struct ProblemResult {
   std::vector<std::vector<ParamVector>> candidates;  // per k
+  std::vector<float> scores;                         // log-probabilities of the last k's candidates
   int64_t returned = 0;
   int64_t invalid = 0;
   int64_t removed = 0;
@@ -102,7 +103,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   Args args;
   Status status = args.parse(
       argv, {"perfdb", "solver", "precision", "beam", "split", "split-seed", "train-perfdb", "baselines-fit-on", "plot",
-             "limit", "threads", "search-width"},
+             "limit", "threads", "search-width", "candidates"},
       {"json", "no-baselines", "no-constraints"});
   if (args.has("help")) {
     std::printf(
@@ -110,7 +111,8 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "                     [--beam 1,10,30,50,100] [--split all|train|val|test] [--split-seed N]\n"
         "                     [--train-perfdb DB] [--baselines-fit-on train|train+val|all]\n"
         "                     [--search-width W] [--no-baselines] [--no-constraints]\n"
-        "                     [--plot FILE.png] [--json] [--limit N] [--threads N]\n\n"
+        "                     [--plot FILE.png] [--candidates FILE.jsonl] [--json] [--limit N]\n"
+        "                     [--threads N]\n\n"
         "Runs the runtime's constrained beam search at each beam width over every problem of\n"
         "solver S (and the given precisions) in DB and reports the paper's metrics:\n"
         "  perfect@k  share of problems whose tuned vector is among the k candidates (beam k)\n"
@@ -133,7 +135,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "is the best of a W-wide search instead of the greedy one (default: the model's metadata\n"
         "search_width, else 1, the paper's protocol; --search-width 1 forces it).\n"
         "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"invalid_rate\", \"baselines\",\n"
-        "\"search_width\", ...}.\n");
+        "\"search_width\", ...}.\n"
+        "--candidates FILE.jsonl writes one JSON object per evaluated problem, in DB config order:\n"
+        "{\"config_id\", \"problem\" (the DB's descriptor), \"split\", \"tuned\", \"rank\" (1-based place of\n"
+        "the tuned vector among the candidates, 0 if absent), \"candidates\": [{\"values\", \"score\"}]}\n"
+        "with the candidates of the last --beam width, best first: where a model fails, problem\n"
+        "by problem.\n");
     return 0;
   }
   if (!status) return usage_error("eval", status.message());
@@ -281,9 +288,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
         held_width = width;
       }
       r.candidates.emplace_back();
+      r.scores.clear();
       r.removed += info.rejected_by_constraints;
       for (int c = 0; c < std::min(k, info.candidates); ++c) {
         r.candidates.back().emplace_back(out[c].values, out[c].values + out[c].length);
+        r.scores.push_back(out[c].score);
         ++r.returned;
         if (has_constraints &&
             !check_candidate(model, evaluated[i].problem, out[c].values, out[c].length, nullptr)) {
@@ -294,6 +303,27 @@ int cmd_eval(const std::vector<std::string>& argv) {
   });
   for (const ProblemResult& r : results) {
     if (r.failed) return fail(Status::error(StatusCode::kInvalidArgument, "prediction failed: %s", r.error.c_str()));
+  }
+
+  if (args.has("candidates")) {
+    std::string lines;
+    for (size_t i = 0; i < evaluated.size(); ++i) {
+      const std::vector<ParamVector>& cands = results[i].candidates.back();
+      const auto hit = std::find(cands.begin(), cands.end(), evaluated[i].params);
+      nlohmann::json line = {
+          {"config_id", evaluated[i].config_id},
+          {"problem", perf_db_descriptor(evaluated[i].problem)},
+          {"split", codegen::split_name(codegen::split_of(evaluated[i].problem, seed))},
+          {"tuned", evaluated[i].params},
+          {"rank", hit == cands.end() ? 0 : hit - cands.begin() + 1},
+          {"candidates", nlohmann::json::array()}};
+      for (size_t c = 0; c < cands.size(); ++c) {
+        line["candidates"].push_back({{"values", cands[c]}, {"score", results[i].scores[c]}});
+      }
+      lines += line.dump() + "\n";
+    }
+    status = codegen::write_file_atomic(args.get("candidates"), lines);
+    if (!status) return fail(status);
   }
 
   Scores model_scores(ks);

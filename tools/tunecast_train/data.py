@@ -47,7 +47,11 @@ SOLVER_PARAMS = {
                          "pipe_lines_depth", "n_per_group"],
 }
 
-DEFAULT_PERFDB_DIR = "/work/shared/data/miopen/perfdb"
+# Like the C++ tests: $TUNECAST_DATA_DIR, else the checkout's sibling ../shared/data.
+DEFAULT_PERFDB_DIR = os.path.normpath(os.path.join(
+    os.environ.get("TUNECAST_DATA_DIR")
+    or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data"),
+    "miopen", "perfdb"))
 SPLITS = ("train", "val", "test")
 
 
