@@ -28,6 +28,7 @@
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
+#include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/predict.h"
 
 namespace {
@@ -800,5 +801,41 @@ TEST_CASE("CLI eval --candidates: one line per problem that agrees with the metr
   CHECK(metrics["top1"]["4"].get<double>() == doctest::Approx(100.0 * at_1 / lines));
   // An unwritable path fails the command and leaves nothing behind.
   check_one_line_error(run_cli(dir, eval + dir.file("absent/c.jsonl")), "absent/c.jsonl");
+
+  // cut_short: only (30, b, 30) passes, checked at the last position. A beam of 9 holds all nine
+  // (a, b) prefixes and returns the three valid vectors: exhaustive. A beam of 8 drops a prefix
+  // and returns fewer than 8: cut short.
+  ir::Model dead_ends = tunecast_test::tiny_seq2seq();
+  tunecast::rules::CompiledRules rules;
+  REQUIRE(tunecast::rules::compile("params a, b, m\ninput 1 x 1\nencode 0 0 log2 n * c\n"
+                                   "require a == 30 && m == 30\n",
+                                   "dead_ends.tcr", &rules)
+              .is_ok());
+  dead_ends.constraints = rules.constraints;
+  dead_ends.encoding = rules.encoding;
+  dead_ends.encoding->required_fields = rules.fields_used;
+  write_blob_file(dir.file("dead_ends.tcm"), dead_ends);
+  const CliResult widths = run_cli(dir, "eval " + dir.file("dead_ends.tcm") + " --perfdb " + dir.file("tiny.db") +
+                                            " --solver Tiny --beam 8,9 --no-baselines --json");
+  REQUIRE_MESSAGE(widths.exit_code == 0, widths.err);
+  const nlohmann::json cut = nlohmann::json::parse(widths.out)["cut_short"];
+  CHECK(cut["8"] == 100.0);
+  CHECK(cut["9"] == 0.0);
   CHECK_FALSE(std::filesystem::exists(dir.file("absent")));
+}
+
+TEST_CASE("CLI emit-cpp and embed create the output folder, and say when they cannot") {
+  TempDir dir;
+  write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());
+  for (const char* command : {"emit-cpp", "embed"}) {
+    CAPTURE(command);
+    const std::string out = dir.file(std::string(command) + "/nested");
+    const CliResult r = run_cli(dir, std::string(command) + " " + dir.file("tiny.tcm") + " -o " + out + " --name p");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(std::filesystem::is_regular_file(out + "/p.h"));
+    CHECK(std::filesystem::is_regular_file(out + "/p.cpp"));
+  }
+  write_text(dir.file("file"), "a file, not a folder\n");
+  check_one_line_error(run_cli(dir, "embed " + dir.file("tiny.tcm") + " -o " + dir.file("file/sub") + " --name p"),
+                       "cannot create");
 }

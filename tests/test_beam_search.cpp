@@ -129,6 +129,35 @@ TEST_CASE("beam search: exact answers on a model with known probabilities") {
     CHECK(info.failed_position == 0);
     CHECK(std::string(status.message()).find("no valid candidate") != std::string::npos);
   }
+  SUBCASE("beam_pruned: false only when the search was exhaustive") {
+    for (int beam = 1; beam <= 27; ++beam) {
+      REQUIRE(run(compiled.model, beam, &got, &info).is_ok());
+      CHECK(info.beam_pruned == (beam < 27));  // 3, 9, 27 live hypotheses at positions 0, 1, 2
+    }
+    // Only sequences that start with token 3 are valid, checked at the last position: prefixes
+    // the beam keeps die there, and a beam that dropped others says so.
+    auto starts_with_30 = [](const tunecast::Problem*, int position, const int64_t* values) {
+      return position < 2 || values[0] == 30;
+    };
+    const auto validator = tunecast::Validator::from(starts_with_30);
+    bool short_and_pruned = false;
+    for (int beam = 1; beam <= 27; ++beam) {
+      CAPTURE(beam);
+      const Status status = run(compiled.model, beam, &got, &info, validator);
+      if (!status.is_ok()) {
+        CHECK(status.code() == StatusCode::kNoValidCandidate);
+        CHECK(info.beam_pruned);
+        continue;
+      }
+      if (info.candidates < std::min(beam, 9)) CHECK(info.beam_pruned);
+      short_and_pruned = short_and_pruned || (info.candidates < beam && info.beam_pruned);
+      if (beam == 27) {
+        CHECK(info.candidates == 9);  // every valid sequence, and nothing was dropped
+        CHECK_FALSE(info.beam_pruned);
+      }
+    }
+    CHECK(short_and_pruned);
+  }
   SUBCASE("bad beam widths and small buffers are errors, not crashes") {
     std::vector<Candidate> out(4);
     std::vector<unsigned char> scratch(compiled.model.scratch_bytes(4));

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Train a seq2seq tuning-parameter predictor, evaluate it with masked beam search, and export it
-(tunecast-ir JSON + .tce encoder input + card.md + metrics.json + model.pt).
+(into --out: model.tcir.json, model.tce encoder input, model.vectors.json, model.pt, metrics.json,
+metrics.txt; tools/ship.py turns a run into weights/<kernel>/ with its card.md).
 
 Examples:
   /usr/bin/python3 tools/train.py --smoke --out /tmp/smoke                       # CI: seconds, CPU
   /usr/bin/python3 tools/train.py --data .device/data --solver ConvAsm1x1U --model mlp \\
-      --epochs 60 --device cuda --out weights/ConvAsm1x1U
+      --epochs 60 --device cuda --out .device/runs/asm
 Models: paper (LSTM enc-dec), attention (bi-LSTM + Luong dot), hybrid (Conv1D enc + LSTM dec),
 mlp (ours: MLP encoder over one feature row, 2-layer LSTM decoder reading the problem at every step).
 One model covers every arch / precision / direction asked for; they are encoder inputs.

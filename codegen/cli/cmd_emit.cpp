@@ -1,5 +1,6 @@
 // emit-cpp and embed: a verified blob in, C++ sources out (atomically, both or neither valid).
 #include <cstdio>
+#include <filesystem>
 
 #include "cli.h"
 #include "tunecast/codegen/cpp_emitter.h"
@@ -13,6 +14,11 @@ std::string join_path(const std::string& dir, const std::string& file) {
 
 Status write_pair(const std::string& dir, const std::string& name, const std::string& header,
                   const std::string& source) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);  // like mkdir -p: an existing DIR is fine
+  if (error) {
+    return Status::error(StatusCode::kIoError, "cannot create '%s': %s", dir.c_str(), error.message().c_str());
+  }
   TUNECAST_RETURN_IF_ERROR(codegen::write_file_atomic(join_path(dir, name + ".h"), header));
   return codegen::write_file_atomic(join_path(dir, name + ".cpp"), source);
 }
@@ -38,10 +44,11 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
     std::printf(
         "usage: tunecast emit-cpp MODEL.tcm -o DIR --name NAME [--namespace NS] [--max-beam K]\n"
         "                         [--thread-local-scratch]\n\n"
-        "Writes DIR/NAME.h and DIR/NAME.cpp: struct NS::NAME, a predictor with the model's weights\n"
-        "as aligned constant arrays, layer sizes as compile-time constants, the constraints and\n"
-        "feature encoding compiled to C++, and the blob runtime's beam search. Its predictions\n"
-        "equal tunecast::predict's on the blob, bit for bit. Link against tunecast's runtime.\n\n"
+        "Writes DIR/NAME.h and DIR/NAME.cpp (DIR is created if needed): struct NS::NAME, a\n"
+        "predictor with the model's weights as aligned constant arrays, layer sizes as\n"
+        "compile-time constants, the constraints and feature encoding compiled to C++, and the\n"
+        "blob runtime's beam search. Its predictions equal tunecast::predict's on the blob, bit\n"
+        "for bit. Link against tunecast's runtime.\n\n"
         "  --name      struct name and file stem (a C++ identifier)\n"
         "  --namespace enclosing namespace, may be nested (a::b); default tunecast_generated\n"
         "  --max-beam  largest beam width the generated Scratch holds (1..%d, default 16)\n"
@@ -82,9 +89,9 @@ int cmd_embed(const std::vector<std::string>& argv) {
   if (args.has("help")) {
     std::printf(
         "usage: tunecast embed MODEL.tcm -o DIR --name NAME [--namespace NS]\n\n"
-        "Writes DIR/NAME.h and DIR/NAME.cpp holding the blob as an alignas(32) byte array with\n"
-        "accessors NS::NAME_data() and NS::NAME_size(), ready for tunecast::Model::load. The\n"
-        "blob is verified before it is embedded.\n");
+        "Writes DIR/NAME.h and DIR/NAME.cpp (DIR is created if needed) holding the blob as an\n"
+        "alignas(32) byte array with accessors NS::NAME_data() and NS::NAME_size(), ready for\n"
+        "tunecast::Model::load. The blob is verified before it is embedded.\n");
     return 0;
   }
   if (!status) return usage_error("embed", status.message());

@@ -84,6 +84,7 @@ struct Scores {
 struct ProblemResult {
   std::vector<std::vector<ParamVector>> candidates;  // per k
   std::vector<float> scores;                         // log-probabilities of the last k's candidates
+  std::vector<bool> cut_short;  // per k: fewer than k candidates, and the beam had dropped some
   int64_t returned = 0;
   int64_t invalid = 0;
   int64_t removed = 0;
@@ -107,7 +108,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
       {"json", "no-baselines", "no-constraints"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast eval MODEL.tcm --perfdb DB --solver S [--precision FP32,FP16]\n"
+        "usage: tunecast eval MODEL.tcm --perfdb DB --solver S [--precision P[,P...]]\n"
         "                     [--beam 1,10,30,50,100] [--split all|train|val|test] [--split-seed N]\n"
         "                     [--train-perfdb DB] [--baselines-fit-on train|train+val|all]\n"
         "                     [--search-width W] [--no-baselines] [--no-constraints]\n"
@@ -122,6 +123,8 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "             tuned vector: what a library gets by running beam k and keeping one\n"
         "  invalid    share of returned candidates that break the model's constraints, checked\n"
         "             on the whole vector independently of the search\n"
+        "  cut short  share of problems with fewer than k candidates although the beam dropped\n"
+        "             hypotheses (others died at later positions; a wider search may find more)\n"
         "Baselines on the same problems: the k most frequent training vectors, and the distinct\n"
         "vectors of the nearest training problems (docs/training.md). Training rows come from the\n"
         "train split (tools/tunecast_train/data.py) of --train-perfdb (default: --perfdb), minus\n"
@@ -131,11 +134,14 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "--train-perfdb). --split picks the evaluated problems (default all). When the model's\n"
         "metadata says it learned from splits being evaluated (fit_on), a note says the figures\n"
         "are in-sample wherever DB holds those problems.\n"
+        "--precision: FP32, FP16, BF16, INT8, comma-separated (default: all four).\n"
+        "--plot FILE.png also writes FILE.png.json and draws perfect@k with\n"
+        "/usr/bin/python3 tools/plot_eval.py (needs python3-matplotlib).\n"
         "--search-width W: each k takes the first k candidates of a beam of max(k, W), so k = 1\n"
         "is the best of a W-wide search instead of the greedy one (default: the model's metadata\n"
         "search_width, else 1, the paper's protocol; --search-width 1 forces it).\n"
-        "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"invalid_rate\", \"baselines\",\n"
-        "\"search_width\", ...}.\n"
+        "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"cut_short\", \"invalid_rate\",\n"
+        "\"baselines\", \"search_width\", ...}.\n"
         "--candidates FILE.jsonl writes one JSON object per evaluated problem, in DB config order:\n"
         "{\"config_id\", \"problem\" (the DB's descriptor), \"split\", \"tuned\", \"rank\" (1-based place of\n"
         "the tuned vector among the candidates, 0 if absent), \"candidates\": [{\"values\", \"score\"}]}\n"
@@ -288,6 +294,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
         held_width = width;
       }
       r.candidates.emplace_back();
+      r.cut_short.push_back(info.candidates < k && info.beam_pruned);
       r.scores.clear();
       r.removed += info.rejected_by_constraints;
       for (int c = 0; c < std::min(k, info.candidates); ++c) {
@@ -327,8 +334,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
   }
 
   Scores model_scores(ks);
+  std::vector<double> cut_short(ks.size(), 0.0);
   int64_t returned = 0, invalid = 0, removed = 0;
   for (size_t i = 0; i < evaluated.size(); ++i) {
+    for (size_t k = 0; k < ks.size(); ++k) cut_short[k] += results[i].cut_short[k];
     model_scores.add(evaluated[i].params, [&](size_t k_index) -> const std::vector<ParamVector>& {
       return results[i].candidates[k_index];
     });
@@ -348,6 +357,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["perfect"] = model_scores.to_json(model_scores.perfect);
   j["average"] = model_scores.to_json(model_scores.average);
   j["top1"] = model_scores.to_json(model_scores.top1);
+  j["cut_short"] = model_scores.to_json(cut_short);
   j["invalid_rate"] = has_constraints && returned ? static_cast<double>(invalid) / returned : 0.0;
   j["constraints_checked"] = has_constraints;
   j["removed_by_constraints"] = removed;
@@ -425,6 +435,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
     std::printf(" %7.1f", model_scores.percent(model_scores.top1, i));
   }
   std::printf("\n");
+  if (*std::max_element(cut_short.begin(), cut_short.end()) > 0) {
+    std::printf("%-16s", "  cut short");
+    for (size_t i = 0; i < ks.size(); ++i) std::printf(" %7.1f", model_scores.percent(cut_short, i));
+    std::printf("   (fewer than k candidates while the beam dropped hypotheses)\n");
+  }
   if (baselines && train_count > 0) {
     print_row("most frequent", frequent_scores, "");
     print_row("nearest", nearest_scores,

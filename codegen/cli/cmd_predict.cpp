@@ -42,9 +42,10 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "Runs the encoder once and a constrained beam search over the decoder, printing the K\n"
         "best parameter vectors that satisfy every constraint compiled into the model, best\n"
         "first, with their log-probability scores.\n\n"
-        "  --problem   problem fields, e.g. \"dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1\"\n"
-        "              (pad/stride/dilation/group/layout default to 0/1/1/1/NCHW); the model's\n"
-        "              feature encoding turns them into the encoder input\n"
+        "  --problem   problem fields, e.g. \"dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,\n"
+        "              arch=gfx906\" (pad/stride/dilation/group/layout default to 0/1/1/1/NCHW; a\n"
+        "              field the model's encoding reads, such as the shipped models' arch, must be\n"
+        "              given); the model's feature encoding turns them into the encoder input\n"
         "  --features  the encoder input itself, comma-separated row-major floats (for MIOpen's\n"
         "              KTN: the 8x8 diagonal matrix); constraints need --problem as well\n"
         "  --greedy    one candidate by MIOpen's constrained greedy procedure (beam width 1)\n"
@@ -54,6 +55,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "              a 10-wide beam\n"
         "  --no-constraints  ignore the model's constraints\n"
         "  --json      one JSON object\n\n"
+        "Fewer than K candidates: a last line says whether the search was exhaustive (JSON\n"
+        "beam_pruned false: no other vector passes) or hypotheses died at later positions in\n"
+        "place of ones the beam dropped (a wider --search-width may find more).\n"
         "Exit status: 0 ok, 2 bad arguments, 3 no valid candidate, 1 other errors.\n",
         kMaxBeamWidth);
     return 0;
@@ -139,6 +143,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
     }
     j["candidates"] = list;
     j["rejected_by_constraints"] = info.rejected_by_constraints;
+    j["beam_pruned"] = info.beam_pruned;
     std::vector<std::string> out_of_range;
     for (int f = 0; f < kProblemFieldCount; ++f) {
       if ((info.out_of_range_fields >> f) & 1u) out_of_range.push_back(problem_field_name(static_cast<ProblemField>(f)));
@@ -181,6 +186,19 @@ int cmd_predict(const std::vector<std::string>& argv) {
   if (constrained) {
     std::printf("constraints removed %lld expansions\n",
                 static_cast<long long>(info.rejected_by_constraints));
+  }
+  if (info.candidates < count) {
+    // Fewer than asked: either no other vector passes (the beam never filled), or hypotheses the
+    // beam kept died at later positions in place of ones it dropped.
+    if (!info.beam_pruned) {
+      std::printf("%d of %d: the search was exhaustive, these are all the vectors the model can emit%s\n",
+                  info.candidates, count, constrained ? " that pass the constraints" : "");
+    } else {
+      std::printf("%d of %d: the beam's other hypotheses were rejected at later positions; %s\n",
+                  info.candidates, count,
+                  options.beam_width < kMaxBeamWidth ? "a wider --search-width may find more"
+                                                     : "the search is at its widest");
+    }
   }
   return 0;
 }

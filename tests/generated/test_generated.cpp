@@ -74,6 +74,7 @@ void check_same(const char* what, const Status& a, const PredictInfo& ia, const 
   CHECK(ia.candidates == ib.candidates);
   CHECK(ia.out_of_range_fields == ib.out_of_range_fields);
   CHECK(ia.rejected_by_constraints == ib.rejected_by_constraints);
+  CHECK(ia.beam_pruned == ib.beam_pruned);
   CHECK(ia.rejected_by_validator == ib.rejected_by_validator);
   CHECK(ia.failed_position == ib.failed_position);
   for (int i = 0; i < ia.candidates && i < ib.candidates; ++i) {

@@ -112,9 +112,12 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
                                "weights or inputs)",
                                position);
         }
-        if (h.score + scores[t] >= kth_best &&
-            (net.token_allowed(position, t) || (end_competes && net.is_end_token(t)))) {
-          order[count++] = t;
+        if (h.score + scores[t] >= kth_best) {
+          if (net.token_allowed(position, t) || (end_competes && net.is_end_token(t))) {
+            order[count++] = t;
+          }
+        } else if (!info->beam_pruned && !net.is_end_token(t) && net.token_allowed(position, t)) {
+          info->beam_pruned = true;  // a parameter token the full beam leaves out (an end ends nothing)
         }
       }
       std::sort(order, order + count, [scores](int32_t x, int32_t y) {
@@ -124,7 +127,12 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
         const int t = order[i];
         const Expansion e{h.score + scores[t], b, t, net.is_end_token(t)};
         // Tokens come best-first: once one cannot enter the top k, none after it can.
-        if (chosen == beam && !better(e, top[0])) break;
+        if (chosen == beam && !better(e, top[0])) {
+          for (int j = i; j < count && !info->beam_pruned; ++j) {
+            info->beam_pruned = !net.is_end_token(order[j]);
+          }
+          break;
+        }
         if (!e.dead) {
           h.values[position] = net.token_value(t);
           if (use_constraints && !net.constraints_pass(*problem, position, h.values)) {
@@ -141,6 +149,7 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
           top[chosen++] = e;
           std::push_heap(top, top + chosen, better);
         } else {
+          info->beam_pruned = info->beam_pruned || !top[0].dead;  // top[0], the worst, leaves
           std::pop_heap(top, top + chosen, better);
           top[chosen - 1] = e;
           std::push_heap(top, top + chosen, better);

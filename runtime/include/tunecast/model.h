@@ -6,7 +6,7 @@
 //   if (!status) { fprintf(stderr, "%s\n", status.message()); ... }
 //   std::vector<unsigned char> scratch(model.scratch_bytes(/*max_beam=*/10));
 //
-// The blob must be aligned to 32 bytes (mmap'd files and TUNECAST-embedded arrays are).
+// The blob must be 8-byte aligned; 32 is recommended (mmap'd files and tunecast-embedded arrays are).
 #pragma once
 
 #include <cstddef>

@@ -14,7 +14,7 @@ namespace tunecast {
 
 // An integrator's own validity rule, checked after the model's constraints: return true if the
 // parameter prefix values[0..position] (values[position] is the candidate) can still be valid for
-// `problem`. `features` is null when predicting from raw features without a problem.
+// `problem`. `problem` is null when predicting from raw features without a problem.
 struct Validator {
   bool (*check)(void* context, const Problem* problem, int position, const int64_t* values) = nullptr;
   void* context = nullptr;
@@ -52,6 +52,11 @@ struct PredictInfo {
   int64_t rejected_by_constraints = 0; // expansions the constraints removed
   int64_t rejected_by_validator = 0;   // expansions the Validator removed
   int failed_position = -1;            // position where every hypothesis died, when none survived
+  // The beam was full and left expansions out (unchecked ones included). When false the search
+  // was exhaustive: fewer candidates than the beam width means no other vector passes the
+  // constraints. When true, hypotheses the beam kept may have died at later positions in place of
+  // ones it dropped, and a wider beam may find more.
+  bool beam_pruned = false;
 };
 
 // Beam search from a problem: the artifact's encoding turns the problem into the encoder input.
@@ -61,8 +66,8 @@ Status predict(const Model& model, const Problem& problem, const PredictOptions&
                void* scratch, size_t scratch_size, Candidate* out, int capacity,
                PredictInfo* info);
 
-// Same, from the encoder input itself ([rows * cols] floats, row-major). `problem` may be null
-// when the model's constraints are not used (then the model's constraints are skipped).
+// Same, from the encoder input itself ([rows * cols] floats, row-major). `problem` may be null:
+// the model's constraints are then skipped, whatever options.use_model_constraints says.
 Status predict_from_features(const Model& model, const float* features, size_t feature_count,
                              const Problem* problem, const PredictOptions& options, void* scratch,
                              size_t scratch_size, Candidate* out, int capacity, PredictInfo* info);

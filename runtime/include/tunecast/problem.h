@@ -62,7 +62,8 @@ struct Problem {
 // Canonical name of a field ("n", "stride_h"...).
 const char* problem_field_name(ProblemField field);
 
-// Looks a field up by name or alias (u/v for strides, l/j for dilations, as in MIOpen's driver).
+// Looks a field up by name or alias (MIOpen's driver letters p/q pads, u/v strides, l/j
+// dilations, and group, batch, direction, precision).
 // Returns false if unknown.
 bool find_problem_field(std::string_view name, ProblemField* field);
 
