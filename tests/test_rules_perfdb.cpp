@@ -4,6 +4,7 @@
 #include <doctest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -202,6 +203,60 @@ TEST_CASE("rules perfdb: ConvOclDirectFwd1x1 rules hold for every tuned row but 
     }
     CHECK(accepted == 0);
     CHECK(searched > 0);
+  }
+}
+
+// Whether some completion of params[0..position) passes every constraint, trying each position's
+// values from `domains`; with `dead_ends`, counts prefixes that pass their own constraints but
+// have no valid completion (a constrained beam search keeps those and loses them later).
+bool completes(const rules::CompiledRules& rules, const Problem& problem,
+               const std::vector<std::vector<int64_t>>& domains, size_t position, std::vector<int64_t>* params,
+               int* dead_ends) {
+  if (position == domains.size()) return true;
+  bool any = false;
+  for (int64_t value : domains[position]) {
+    (*params)[position] = value;
+    bool pass = true;
+    for (const ir::Constraint& c : rules.constraints) {
+      int64_t result = 0;
+      if (c.position != position) continue;
+      if (!vm::evaluate(view_of(c.program), problem, params->data(), &result) || result == 0) {
+        pass = false;
+        break;
+      }
+    }
+    if (!pass) continue;
+    if (completes(rules, problem, domains, position + 1, params, dead_ends)) {
+      any = true;
+    } else {
+      ++*dead_ends;
+    }
+  }
+  return any;
+}
+
+TEST_CASE("rules perfdb: ConvOclDirectFwd1x1 rules reject a prefix exactly when no valid vector starts with it") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  const rules::CompiledRules rules = load_rules("ConvOclDirectFwd1x1");
+  for (const char* db : {"gfx900_56.db", "gfx906_60.db"}) {
+    INFO(db);
+    const std::vector<PerfDbRow> rows = load_rows(db, "ConvOclDirectFwd1x1");
+    std::vector<std::vector<int64_t>> domains(rules.params.size());  // every value the DB tuned
+    for (const PerfDbRow& row : rows) {
+      for (size_t p = 0; p < row.params.size(); ++p) {
+        if (std::find(domains[p].begin(), domains[p].end(), row.params[p]) == domains[p].end()) {
+          domains[p].push_back(row.params[p]);
+        }
+      }
+    }
+    int problems = 0, dead_ends = 0;
+    for (size_t i = 0; i < rows.size(); i += 37) {  // a spread of problems, both directions
+      std::vector<int64_t> params(domains.size(), 0);
+      CHECK(completes(rules, rows[i].problem, domains, 0, &params, &dead_ends));
+      ++problems;
+    }
+    CHECK(problems > 100);
+    CHECK(dead_ends == 0);
   }
 }
 
