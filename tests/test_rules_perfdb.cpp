@@ -206,8 +206,10 @@ TEST_CASE("rules perfdb: ConvOclDirectFwd1x1 rules hold for every tuned row but 
   }
 }
 
+namespace {
+
 // Whether some completion of params[0..position) passes every constraint, trying each position's
-// values from `domains`; with `dead_ends`, counts prefixes that pass their own constraints but
+// values from `domains`; counts in `dead_ends` the prefixes that pass their own constraints but
 // have no valid completion (a constrained beam search keeps those and loses them later).
 bool completes(const rules::CompiledRules& rules, const Problem& problem,
                const std::vector<std::vector<int64_t>>& domains, size_t position, std::vector<int64_t>* params,
@@ -235,7 +237,9 @@ bool completes(const rules::CompiledRules& rules, const Problem& problem,
   return any;
 }
 
-TEST_CASE("rules perfdb: ConvOclDirectFwd1x1 rules reject a prefix exactly when no valid vector starts with it") {
+}  // namespace
+
+TEST_CASE("rules perfdb: no ConvOclDirectFwd1x1 prefix the rules accept is a dead end") {
   TUNECAST_REQUIRE_SHARED_DATA();
   const rules::CompiledRules rules = load_rules("ConvOclDirectFwd1x1");
   for (const char* db : {"gfx900_56.db", "gfx906_60.db"}) {
