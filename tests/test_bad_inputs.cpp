@@ -28,7 +28,6 @@
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
-#include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/predict.h"
 
 namespace {
@@ -805,15 +804,10 @@ TEST_CASE("CLI eval --candidates: one line per problem that agrees with the metr
   // cut_short: only (30, b, 30) passes, checked at the last position. A beam of 9 holds all nine
   // (a, b) prefixes and returns the three valid vectors: exhaustive. A beam of 8 drops a prefix
   // and returns fewer than 8: cut short.
-  ir::Model dead_ends = tunecast_test::tiny_seq2seq();
-  tunecast::rules::CompiledRules rules;
-  REQUIRE(tunecast::rules::compile("params a, b, m\ninput 1 x 1\nencode 0 0 log2 n * c\n"
-                                   "require a == 30 && m == 30\n",
-                                   "dead_ends.tcr", &rules)
+  ir::Model dead_ends;
+  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(
+              &dead_ends, "params a, b, m\ninput 1 x 1\nencode 0 0 log2 n * c\nrequire a == 30 && m == 30\n")
               .is_ok());
-  dead_ends.constraints = rules.constraints;
-  dead_ends.encoding = rules.encoding;
-  dead_ends.encoding->required_fields = rules.fields_used;
   write_blob_file(dir.file("dead_ends.tcm"), dead_ends);
   const CliResult widths = run_cli(dir, "eval " + dir.file("dead_ends.tcm") + " --perfdb " + dir.file("tiny.db") +
                                             " --solver Tiny --beam 8,9 --no-baselines --json");

@@ -98,11 +98,12 @@ inline const char* tiny_rules_text() {
          "require m in {10, 30} && a + b + m <= 80\n";
 }
 
-// tiny_seq2seq with tiny_rules_text compiled in and a training range for n ([1, 64]).
-inline tunecast::Status tiny_seq2seq_with_rules(tiny_ir::Model* out) {
+// tiny_seq2seq with `rules_text` (default tiny_rules_text) compiled in and a training range for n
+// ([1, 64]).
+inline tunecast::Status tiny_seq2seq_with_rules(tiny_ir::Model* out, const char* rules_text = tiny_rules_text()) {
   *out = tiny_seq2seq();
   tunecast::rules::CompiledRules rules;
-  TUNECAST_RETURN_IF_ERROR(tunecast::rules::compile(tiny_rules_text(), "tiny.tcr", &rules));
+  TUNECAST_RETURN_IF_ERROR(tunecast::rules::compile(rules_text, "tiny.tcr", &rules));
   out->constraints = rules.constraints;
   out->encoding = rules.encoding;
   out->encoding->required_fields = rules.fields_used;
