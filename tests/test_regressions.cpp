@@ -15,6 +15,7 @@
 
 #include "constraint_vm.h"
 #include "test_data.h"
+#include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/model.h"
 #include "tunecast/status.h"
 
@@ -95,4 +96,35 @@ TEST_CASE("regression: fuzz_blob's misaligned-constants blob is refused at load"
   CHECK(status.code() == tunecast::StatusCode::kCorruptModel);
   CHECK_MESSAGE(std::string(status.message()).find("constants are not 8-byte aligned in the blob") != std::string::npos,
                 status.message());
+}
+
+// fuzz_rules, 2026-11-23 (a 5-minute run on weights/rules): "{{{{..." inside an expression made
+// the recursive-descent parser recurse until the stack overflowed (ASan: stack-overflow in
+// Parser::unary). Parsing and every pass over an expression tree now stop at 200 levels.
+TEST_CASE("regression: deeply nested rules expressions are refused, not a stack overflow") {
+  const std::string too_deep = "expression nested more than 200 levels deep";
+  auto compile = [](const std::string& text) {
+    tunecast::rules::CompiledRules rules;
+    return tunecast::rules::compile(text, "deep.tcr", &rules);
+  };
+  const std::string head = "params a\nrequire ";
+  for (const std::string& expression :
+       {std::string(100000, '-') + "a", std::string(100000, '(') + "a" + std::string(100000, ')'),
+        "a in " + std::string(100000, '{'), std::string(201, '!') + "a"}) {
+    const tunecast::Status status = compile(head + expression + "\n");
+    CHECK(status.code() == tunecast::StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(std::string(status.message()).find(too_deep) != std::string::npos, status.message());
+  }
+  // A long flat chain parses iteratively but builds a deep tree: refused by the tree's depth.
+  std::string chain = "a";
+  for (int i = 0; i < 100000; ++i) chain += " + a";
+  const tunecast::Status flat = compile(head + chain + " > 0\n");
+  CHECK_MESSAGE(std::string(flat.message()).find(too_deep) != std::string::npos, flat.message());
+  // Deep but sane nesting still compiles.
+  CHECK(compile(head + std::string(150, '(') + "a" + std::string(150, ')') + " > 0\n").is_ok());
+  const std::vector<uint8_t> finding =
+      bytes_of(tunecast_test::source_path("tests/regressions/rules/nested_braces.tcr"));
+  REQUIRE(!finding.empty());
+  const tunecast::Status status = compile(std::string(finding.begin(), finding.end()));
+  CHECK_MESSAGE(std::string(status.message()).find(too_deep) != std::string::npos, status.message());
 }

@@ -206,9 +206,22 @@ struct Node {
   std::vector<int64_t> set;   // kSet, kInSet
   int line = 0;
   int col = 0;
+  int depth = 1;              // of the tree below: bounds the compiler's recursion over it
 };
 
-NodePtr make_node(Node node) { return std::make_shared<const Node>(std::move(node)); }
+// Real rules nest a dozen levels; the limit keeps every recursive pass over a tree (and the parser
+// itself) far from the stack's end on hostile input.
+constexpr int kMaxExpressionDepth = 200;
+
+NodePtr make_node(Node node) {
+  node.depth = 1;
+  for (const NodePtr& kid : node.kids) node.depth = std::max(node.depth, kid->depth + 1);
+  if (node.depth > kMaxExpressionDepth) {
+    throw CompileError{node.line, node.col,
+                       "expression nested more than " + std::to_string(kMaxExpressionDepth) + " levels deep"};
+  }
+  return std::make_shared<const Node>(std::move(node));
+}
 
 NodePtr substitute(const NodePtr& node, const std::vector<NodePtr>& args) {
   if (node->kind == NodeKind::kArg) return args[node->index];
@@ -965,6 +978,15 @@ class Parser {
 
   NodePtr unary() {
     const Token& token = peek();
+    // Every nesting level of the grammar ('(', '{', a unary operator) passes through here.
+    struct Nesting {
+      int& depth;
+      explicit Nesting(int& d) : depth(d) { ++depth; }
+      ~Nesting() { --depth; }
+    } nesting(parse_depth_);
+    if (parse_depth_ > kMaxExpressionDepth) {
+      fail(token, "expression nested more than " + std::to_string(kMaxExpressionDepth) + " levels deep");
+    }
     if (is_punct(token, "-") || is_punct(token, "!")) {
       next();
       NodePtr operand = number(unary());
@@ -1150,6 +1172,7 @@ class Parser {
   std::map<std::string, int> param_index_;
   bool seen_params_ = false;
   const std::vector<std::string>* current_args_ = nullptr;
+  int parse_depth_ = 0;  // unary() frames on the stack
 
   std::optional<ir::Encoding> encoding_;
   std::vector<int> cell_line_;  // line of the encode statement owning each input cell, 0 if none
