@@ -100,8 +100,10 @@ TEST_CASE("regression: fuzz_blob's misaligned-constants blob is refused at load"
 
 // fuzz_rules, 2026-11-23 (a 5-minute run on weights/rules): "{{{{..." inside an expression made
 // the recursive-descent parser recurse until the stack overflowed (ASan: stack-overflow in
-// Parser::unary). Parsing and every pass over an expression tree now stop at 200 levels.
-TEST_CASE("regression: deeply nested rules expressions are refused, not a stack overflow") {
+// Parser::unary). Parsing and every pass over an expression tree now stop at 200 levels. Found
+// next by hand: a let chain that doubles at each step ran out of memory while inlining; an
+// expression now stops at 100 000 nodes once lets are inlined.
+TEST_CASE("regression: deeply nested or exponentially large rules expressions are refused, not a crash") {
   const std::string too_deep = "expression nested more than 200 levels deep";
   auto compile = [](const std::string& text) {
     tunecast::rules::CompiledRules rules;
@@ -122,6 +124,14 @@ TEST_CASE("regression: deeply nested rules expressions are refused, not a stack 
   CHECK_MESSAGE(std::string(flat.message()).find(too_deep) != std::string::npos, flat.message());
   // Deep but sane nesting still compiles.
   CHECK(compile(head + std::string(150, '(') + "a" + std::string(150, ')') + " > 0\n").is_ok());
+  // Lets that double at each step: 2^39 nodes inlined (it exhausted memory), refused by size.
+  std::string doubling = "params a\nlet l0 = a\n";
+  for (int i = 1; i < 40; ++i) {
+    const std::string previous = "l" + std::to_string(i - 1);
+    doubling += "let l" + std::to_string(i) + " = " + previous + " + " + previous + "\n";
+  }
+  const tunecast::Status huge = compile(doubling + "require l39 > 0\n");
+  CHECK_MESSAGE(std::string(huge.message()).find("nodes once lets are inlined") != std::string::npos, huge.message());
   const std::vector<uint8_t> finding =
       bytes_of(tunecast_test::source_path("tests/regressions/rules/nested_braces.tcr"));
   REQUIRE(!finding.empty());

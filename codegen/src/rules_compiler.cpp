@@ -207,18 +207,30 @@ struct Node {
   int line = 0;
   int col = 0;
   int depth = 1;              // of the tree below: bounds the compiler's recursion over it
+  int64_t size = 1;           // nodes of the tree below with shared subtrees counted each time
 };
 
-// Real rules nest a dozen levels; the limit keeps every recursive pass over a tree (and the parser
-// itself) far from the stack's end on hostile input.
+// Real rules nest a dozen levels and expand (lets inlined) to a few thousand nodes; the limits keep
+// every recursive pass over a tree (and the parser itself) far from the stack's end, and a chain
+// of lets that doubles at each step from exponential time and memory, on hostile input.
 constexpr int kMaxExpressionDepth = 200;
+constexpr int64_t kMaxExpressionNodes = 100000;
 
 NodePtr make_node(Node node) {
   node.depth = 1;
-  for (const NodePtr& kid : node.kids) node.depth = std::max(node.depth, kid->depth + 1);
+  node.size = 1;
+  for (const NodePtr& kid : node.kids) {
+    node.depth = std::max(node.depth, kid->depth + 1);
+    node.size += kid->size;  // each kid is at most the limit: no overflow
+  }
   if (node.depth > kMaxExpressionDepth) {
     throw CompileError{node.line, node.col,
                        "expression nested more than " + std::to_string(kMaxExpressionDepth) + " levels deep"};
+  }
+  if (node.size > kMaxExpressionNodes) {
+    throw CompileError{node.line, node.col,
+                       "expression has more than " + std::to_string(kMaxExpressionNodes) +
+                           " nodes once lets are inlined"};
   }
   return std::make_shared<const Node>(std::move(node));
 }
