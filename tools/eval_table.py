@@ -59,28 +59,24 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(sys.argv) > 1 else 2
-    rows = []
+    print("| kernel | arch | prec | n | tunecast p@1/10/30/50/100 | avg@1 | most frequent | nearest "
+          "| paper p@10/30/50/100 | invalid | beats best baseline at every k "
+          "| issue 7 holdout bar | beats it at every k |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in sys.argv[1:]:
         with open(path) as f:
             r = json.load(f)
-        arch = os.path.basename(r["perfdb"]).split("_")[0]
-        prec = ",".join(r["precisions"])
+        solver, arch, prec = r["solver"], os.path.basename(r["perfdb"]).split("_")[0], ",".join(r["precisions"])
         ours = [r["perfect"][k] for k in KS]
         base = r.get("baselines", {})
         freq = [base["most_frequent"]["perfect"][k] for k in KS] if base else None
         near = [base["nearest"]["perfect"][k] for k in KS] if base else None
         best = [max(a, b) for a, b in zip(freq, near)] if base else None
-        paper = PAPER.get((r["solver"], prec))
-        bar = HOLDOUT_BAR.get((r["solver"], arch, prec))
-        rows.append((r["solver"], arch, prec, r["n"], ours, r["average"]["1"], freq, near, paper,
-                     r["invalid_rate"], best, bar))
-    print("| kernel | arch | prec | n | tunecast p@1/10/30/50/100 | avg@1 | most frequent | nearest "
-          "| paper p@10/30/50/100 | invalid | beats best baseline at every k "
-          "| issue 7 holdout bar | beats it at every k |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for solver, arch, prec, n, ours, avg, freq, near, paper, invalid, best, bar in rows:
-        print(f"| {solver} | {arch} | {prec} | {n} | {fmt(ours)} | {avg:.1f} | {fmt(freq)} | {fmt(near)} "
-              f"| {fmt(paper) if paper else '-'} | {invalid:.4f} | {lost_at(ours, best) if best else '-'} "
+        paper = PAPER.get((solver, prec))
+        bar = HOLDOUT_BAR.get((solver, arch, prec))
+        print(f"| {solver} | {arch} | {prec} | {r['n']} | {fmt(ours)} | {r['average']['1']:.1f} "
+              f"| {fmt(freq) if freq else '-'} | {fmt(near) if near else '-'} "
+              f"| {fmt(paper) if paper else '-'} | {r['invalid_rate']:.4f} | {lost_at(ours, best) if best else '-'} "
               f"| {fmt(bar) if bar else '-'} | {lost_at(ours, bar) if bar else '-'} |")
     return 0
 
