@@ -3,7 +3,8 @@
 model is exported to tunecast-ir JSON and the numpy reference interpreter of docs/interchange.md
 (tunecast_train/ir.py: sequence/step LSTM incl. reverse, attention, Conv1D, Dense, Embedding,
 Concat) must match PyTorch within 1e-5 (relative to max(1, |value|)) on the encoder outputs and
-several decoder steps. Also checks the .tce expression evaluator's C semantics.
+several decoder steps. Also checks the .tce expression evaluator's C semantics, and that study models
+(no export) compute the same logits in training's one pass as in the search's steps.
 
 With --tunecast CLI, every model is also compiled by tunecast and run by its runtime, which must
 reproduce PyTorch's own outputs within 1e-4 (`tunecast compile --check-vectors`): the PyTorch parity
@@ -52,6 +53,21 @@ def check_expressions():
     print(f"[test_export] {len(cases)} expression cases ok")
 
 
+def check_study_models(vocab_size):
+    """Models that do not export (the transformer study) train in one pass and search step by step:
+    both must give the same logits."""
+    for kind, cls in models.MODELS.items():
+        if cls.exportable:
+            continue
+        model = models.build(kind, (1, 20), vocab_size, np.zeros(20), np.ones(20), units=16, hidden=24,
+                             dropout=0.0, layers=2, heads=4).eval()
+        X, tokens = torch.randn(5, 1, 20), torch.randint(0, vocab_size, (5, 7))
+        with torch.no_grad():
+            diff = (model.teacher(X, tokens) - models.Seq2Seq.teacher(model, X, tokens)).abs().max().item()
+        assert diff < 1e-5, f"{kind}: one-pass and step-by-step logits differ by {diff:.2e}"
+        print(f"[test_export] {kind:10s} (study model, no export): one pass vs step by step max diff {diff:.2e} ok")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
@@ -68,8 +84,11 @@ def main():
     fields = synthetic_fields(64, rng)
     params = [[int(rng.integers(1, 4)), int(rng.choice([4, 8, 16])), int(rng.integers(1, 8))] for _ in fields]
     vocab = data.Vocabulary(["a", "b", "c"], list(zip(*params)))
+    check_study_models(vocab.size)
     failures = 0
     for kind, cls in models.MODELS.items():
+        if not cls.exportable:
+            continue
         enc = features.Encoding.select(fields, cls.layout)
         X = enc.matrix(fields)
         f = enc.values(X)

@@ -42,6 +42,7 @@ def attention(q, mem):
 
 class Seq2Seq(nn.Module):
     layout = "diag"
+    exportable = True  # every layer runs in the runtime (blob and generated code)
 
     def __init__(self, enc_shape, vocab_size, feat_mean, feat_std, dropout):
         super().__init__()
@@ -356,7 +357,91 @@ class MlpModel(Seq2Seq):
         return g, d, s2s
 
 
-MODELS = {"paper": PaperModel, "attention": AttentionModel, "hybrid": HybridModel, "mlp": MlpModel}
+class _DecoderBlock(nn.Module):
+    """Pre-LayerNorm transformer decoder block for one new position: causal self-attention over the
+    cached prefix, cross-attention to the problem memory, feed-forward."""
+
+    def __init__(self, d, heads, ff, dropout):
+        super().__init__()
+        self.ln1, self.ln2, self.ln3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.self_attn = nn.MultiheadAttention(d, heads, dropout=dropout, batch_first=True)
+        self.cross_attn = nn.MultiheadAttention(d, heads, dropout=dropout, batch_first=True)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff, d))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, cache, mem):
+        """x [B, 1, d], cache [B, t, d] (this block's normalized inputs at earlier positions)."""
+        h = self.ln1(x)
+        kv = torch.cat([cache, h], 1)  # the prefix and the new position: causal by construction
+        x = x + self.drop(self.self_attn(h, kv, kv, need_weights=False)[0])
+        h = self.ln2(x)
+        x = x + self.drop(self.cross_attn(h, mem, mem, need_weights=False)[0])
+        return x + self.drop(self.ff(self.ln3(x))), kv
+
+    def sequence(self, x, mem):
+        """All positions at once (training): x [B, L, d] -> [B, L, d], the same as L calls of forward()."""
+        L = x.shape[1]
+        causal = torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)  # True: may not attend
+        h = self.ln1(x)
+        x = x + self.drop(self.self_attn(h, h, h, attn_mask=causal, need_weights=False)[0])
+        h = self.ln2(x)
+        x = x + self.drop(self.cross_attn(h, mem, mem, need_weights=False)[0])
+        return x + self.drop(self.ff(self.ln3(x)))
+
+
+class TransformerModel(Seq2Seq):
+    """Issue 7's "small transformer decoder", a study model (PyTorch only: the runtime has no
+    LayerNorm or multi-head attention, so it does not export). The mlp model's problem encoder makes
+    `mem_tokens` memory vectors; the decoder is `layers` pre-LN blocks of width `units` with learned
+    positions. The decoder state is each block's input at the earlier positions (a cache), so step()
+    keeps the interface of the other models and beam search reorders it like LSTM states."""
+    layout = "flat"
+    exportable = False
+
+    def __init__(self, enc_shape, V, mean, std, units=128, hidden=256, dropout=0.1, layers=2, heads=4,
+                 mem_tokens=4, **_):
+        super().__init__(enc_shape, V, mean, std, dropout)
+        T = enc_shape[1]
+        self.fc1, self.fc2 = nn.Linear(T, hidden), nn.Linear(hidden, hidden)
+        self.mem = nn.Linear(hidden, mem_tokens * units)
+        self.emb = nn.Embedding(V, units)
+        self.pos = nn.Embedding(64, units)
+        self.blocks = nn.ModuleList([_DecoderBlock(units, heads, 2 * units, dropout) for _ in range(layers)])
+        self.ln = nn.LayerNorm(units)
+        self.out = nn.Linear(units, V)
+        self.units, self.mem_tokens = units, mem_tokens
+
+    def encode(self, X):
+        z = torch.relu(self.fc1(self.normalize(X)))
+        z = self.drop(torch.relu(self.fc2(self.drop(z))))          # [B, 1, hidden]
+        mem = self.mem(z).view(len(X), self.mem_tokens, self.units)
+        return [z.new_zeros(len(X), 0, self.units) for _ in self.blocks], mem
+
+    def step(self, tok, states, mem):
+        t = states[0].shape[1]
+        x = self.drop(self.emb(tok) + self.pos.weight[t]).unsqueeze(1)
+        new = []
+        for block, cache in zip(self.blocks, states):
+            x, cache = block(x, cache, mem)
+            new.append(cache)
+        return self.out(self.ln(x[:, 0])), new
+
+    def teacher(self, X, tok_in):
+        """Teacher forcing in one causal pass (the step loop gives the same logits, only slower)."""
+        _, mem = self.encode(X)
+        L = tok_in.shape[1]
+        x = self.drop(self.emb(tok_in) + self.pos.weight[:L])
+        for block in self.blocks:
+            x = block.sequence(x, mem)
+        return self.out(self.ln(x))
+
+    def export(self, enc_shape):
+        raise NotImplementedError("the transformer decoder is a PyTorch study model: the runtime has no "
+                                  "LayerNorm or multi-head attention layer to export it to")
+
+
+MODELS = {"paper": PaperModel, "attention": AttentionModel, "hybrid": HybridModel, "mlp": MlpModel,
+          "transformer": TransformerModel}
 
 
 def build(kind, enc_shape, V, mean, std, **cfg):
