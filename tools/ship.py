@@ -36,6 +36,10 @@ def main():
     ap.add_argument("--why", default="")
     ap.add_argument("--seed", type=int, default=0, help="unused; for uniformity")
     args = ap.parse_args()
+    for f in ("model.tcir.json", "model.tce", "metrics.json"):
+        if not os.path.isfile(os.path.join(args.run, f)):
+            ap.error(f"{args.run}/{f} not found: not an exported train.py run (study models such as "
+                     "--model transformer write no export and cannot ship)")
     m = json.load(open(os.path.join(args.run, "metrics.json")))
     os.makedirs(args.dest, exist_ok=True)
     for f in ("model.tcir.json", "model.tce", "metrics.json"):

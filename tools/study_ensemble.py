@@ -107,8 +107,9 @@ def main():
     ap.add_argument("--runs", nargs="+", required=True, help="run folders of tools/train.py (with model.pt)")
     ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
                     help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py")
-    ap.add_argument("--split", default="val", choices=data.SPLITS)
-    ap.add_argument("--k", type=int, nargs="+", default=[1, 10, 30])
+    ap.add_argument("--split", default="val", choices=data.SPLITS,
+                    help="split to score (test only once every choice is made)")
+    ap.add_argument("--k", type=int, nargs="+", default=[1, 10, 30], help="beam widths: perfect@k for each")
     ap.add_argument("--each", action="store_true", help="also score every member alone")
     ap.add_argument("--max-problems", type=int, default=0,
                     help="score only the first N problems of each (arch, precision) group (0: all)")
@@ -121,12 +122,19 @@ def main():
     if args.max_problems < 0:
         ap.error("--max-problems must be >= 0")
     torch.set_num_threads(args.threads)
+    names = [os.path.basename(os.path.normpath(r)) for r in args.runs]
+    if len(set(names)) != len(names):
+        ap.error("--runs: two run folders share a name (results are keyed by it)")
     loaded = [load_run(r) for r in args.runs]
     solver, vocab = loaded[0][3]["solver"], loaded[0][2]
+
+    def data_of(a):  # what decides a run's rows and split
+        return a["solver"], a["split_seed"], sorted(a["arch"]), sorted(a["precision"])
     for run, (_, _, v, a) in zip(args.runs, loaded):
-        if a["solver"] != solver or v.to_json() != vocab.to_json():
-            sys.exit(f"study_ensemble: {run} is not a {solver} model with {args.runs[0]}'s vocabulary")
-        if args.split in {"train": ("train",), "train+val": ("train", "val"), "all": data.SPLITS}[a.get("fit_on", "train")]:
+        if data_of(a) != data_of(loaded[0][3]) or v.to_json() != vocab.to_json():
+            sys.exit(f"study_ensemble: {run} differs from {args.runs[0]} in solver, split seed, archs, "
+                     f"precisions or vocabulary: {data_of(a)} vs {data_of(loaded[0][3])}")
+        if args.split in data.FIT_SPLITS[a.get("fit_on", "train")]:
             print(f"study_ensemble: note: {run} learned from the {args.split} split", file=sys.stderr)
     a0 = loaded[0][3]
     rows = [r for r in data.load(args.data, [solver], a0["arch"], a0["precision"], a0["split_seed"])
@@ -134,7 +142,7 @@ def main():
     first = f", the first {args.max_problems} of each arch and precision" if args.max_problems else ""
     print(f"[study] {solver}: {len(rows)} {args.split} problems{first}, {len(loaded)} runs", flush=True)
     results = {}
-    todo = [(os.path.basename(os.path.normpath(r)), [x]) for r, x in zip(args.runs, loaded)] if args.each else []
+    todo = [(name, [x]) for name, x in zip(names, loaded)] if args.each else []
     todo.append((f"ensemble of {len(loaded)}", loaded))
     for name, members in todo:
         model = Ensemble([m for m, *_ in members], [e.shape for _, e, *_ in members]).to(args.device)

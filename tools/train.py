@@ -29,8 +29,7 @@ from tunecast_train import data, export, features, metrics, models, search  # no
 from tunecast_train import baselines as bl  # noqa: E402
 
 INV_DTYPE = {v: k for k, v in data.DTYPES.items()}
-# --fit-on: the splits a run learns from.
-FIT_SPLITS = {"train": ("train",), "train+val": ("train", "val"), "all": ("train", "val", "test")}
+FIT_SPLITS = data.FIT_SPLITS
 
 
 def parse():
@@ -43,9 +42,11 @@ def parse():
     ap.add_argument("--train-precision", nargs="+", default=None,
                     help="precisions used for training (default: --precision); e.g. add BF16 as extra data")
     ap.add_argument("--model", default="mlp", choices=list(models.MODELS))
-    ap.add_argument("--emb", type=int, default=32, help="token (and enc_in) embedding width")
-    ap.add_argument("--units", type=int, default=128, help="LSTM units (attention: per direction)")
-    ap.add_argument("--hidden", type=int, default=256, help="mlp: encoder width")
+    ap.add_argument("--emb", type=int, default=32,
+                    help="token (and enc_in) embedding width (transformer: unused, tokens embed at --units)")
+    ap.add_argument("--units", type=int, default=128,
+                    help="LSTM units (attention: per direction; transformer: decoder width)")
+    ap.add_argument("--hidden", type=int, default=256, help="mlp and transformer: encoder width")
     ap.add_argument("--filters", type=int, default=64, help="hybrid: Conv1D filters")
     ap.add_argument("--layers", type=int, default=2, help="transformer: decoder blocks")
     ap.add_argument("--heads", type=int, default=4, help="transformer: attention heads (must divide --units)")
@@ -82,6 +83,11 @@ def parse():
         ap.error("--stop-epoch goes with --fit-on train+val or all (on train, val picks the checkpoint)")
     if args.tunecast and not os.access(args.tunecast, os.X_OK):
         ap.error(f"--tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
+    units = 16 if args.smoke else args.units  # --smoke shrinks the model
+    if args.model == "transformer" and units % args.heads:
+        ap.error(f"--heads {args.heads} must divide the decoder width {units} (each head gets width / heads)")
+    if args.tunecast and not models.MODELS[args.model].exportable:
+        ap.error(f"--tunecast: --model {args.model} is a study model with no tunecast export to check")
     if not 0 <= args.stop_epoch <= args.epochs:
         ap.error(f"--stop-epoch must be within 1..--epochs ({args.epochs}), got {args.stop_epoch}")
     return args
@@ -279,6 +285,7 @@ def main():
     print(f"[train] wrote {wrote}, metrics.txt in {time.time() - t0:.0f}s", flush=True)
     if not export_ok:
         sys.exit(1)
+
 
 if __name__ == "__main__":
     main()

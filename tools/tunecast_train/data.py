@@ -53,6 +53,8 @@ DEFAULT_PERFDB_DIR = os.path.normpath(os.path.join(
     or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data"),
     "miopen", "perfdb"))
 SPLITS = ("train", "val", "test")
+# train.py --fit-on: the splits a run learns from.
+FIT_SPLITS = {"train": ("train",), "train+val": ("train", "val"), "all": ("train", "val", "test")}
 
 
 def descriptor_text(config_row):

@@ -393,10 +393,12 @@ class TransformerModel(Seq2Seq):
     """Issue 7's "small transformer decoder", a study model (PyTorch only: the runtime has no
     LayerNorm or multi-head attention, so it does not export). The mlp model's problem encoder makes
     `mem_tokens` memory vectors; the decoder is `layers` pre-LN blocks of width `units` with learned
-    positions. The decoder state is each block's input at the earlier positions (a cache), so step()
-    keeps the interface of the other models and beam search reorders it like LSTM states."""
+    positions. The decoder state is each block's normalized (ln1) input at the earlier positions (a
+    cache), so step() keeps the interface of the other models and beam search reorders it like LSTM
+    states."""
     layout = "flat"
     exportable = False
+    max_positions = 64  # parameters plus the end token; the longest vector today has 10
 
     def __init__(self, enc_shape, V, mean, std, units=128, hidden=256, dropout=0.1, layers=2, heads=4,
                  mem_tokens=4, **_):
@@ -405,7 +407,7 @@ class TransformerModel(Seq2Seq):
         self.fc1, self.fc2 = nn.Linear(T, hidden), nn.Linear(hidden, hidden)
         self.mem = nn.Linear(hidden, mem_tokens * units)
         self.emb = nn.Embedding(V, units)
-        self.pos = nn.Embedding(64, units)
+        self.pos = nn.Embedding(self.max_positions, units)
         self.blocks = nn.ModuleList([_DecoderBlock(units, heads, 2 * units, dropout) for _ in range(layers)])
         self.ln = nn.LayerNorm(units)
         self.out = nn.Linear(units, V)
@@ -419,6 +421,8 @@ class TransformerModel(Seq2Seq):
 
     def step(self, tok, states, mem):
         t = states[0].shape[1]
+        if t >= self.max_positions:
+            raise ValueError(f"transformer decoder: more than {self.max_positions} positions")
         x = self.drop(self.emb(tok) + self.pos.weight[t]).unsqueeze(1)
         new = []
         for block, cache in zip(self.blocks, states):
@@ -430,6 +434,8 @@ class TransformerModel(Seq2Seq):
         """Teacher forcing in one causal pass (the step loop gives the same logits, only slower)."""
         _, mem = self.encode(X)
         L = tok_in.shape[1]
+        if L > self.max_positions:
+            raise ValueError(f"transformer decoder: more than {self.max_positions} positions")
         x = self.drop(self.emb(tok_in) + self.pos.weight[:L])
         for block in self.blocks:
             x = block.sequence(x, mem)
