@@ -29,7 +29,6 @@ from tunecast_train import data, export, features, metrics, models, search  # no
 from tunecast_train import baselines as bl  # noqa: E402
 
 INV_DTYPE = {v: k for k, v in data.DTYPES.items()}
-FIT_SPLITS = data.FIT_SPLITS
 
 
 def parse():
@@ -54,7 +53,7 @@ def parse():
     ap.add_argument("--label-smoothing", type=float, default=0.1,
                     help="mass spread over the current position's tokens")
     ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
-    ap.add_argument("--fit-on", default="train", choices=list(FIT_SPLITS),
+    ap.add_argument("--fit-on", default="train", choices=list(data.FIT_SPLITS),
                     help="train: keep the checkpoint that scores best on val; train+val: the refit of a "
                          "recipe already chosen on val (no checkpoint selection: the weights at --stop-epoch); "
                          "all: the same on train + val + test, for shipping once every measurement is done "
@@ -83,9 +82,10 @@ def parse():
         ap.error("--stop-epoch goes with --fit-on train+val or all (on train, val picks the checkpoint)")
     if args.tunecast and not os.access(args.tunecast, os.X_OK):
         ap.error(f"--tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
-    units = 16 if args.smoke else args.units  # --smoke shrinks the model
-    if args.model == "transformer" and units % args.heads:
-        ap.error(f"--heads {args.heads} must divide the decoder width {units} (each head gets width / heads)")
+    if args.smoke:  # a few seconds: a tiny model for a few epochs
+        args.epochs, args.eval_every, args.units, args.hidden, args.emb = 3, 3, 16, 32, 8
+    if args.model == "transformer" and args.units % args.heads:
+        ap.error(f"--heads {args.heads} must divide the decoder width {args.units} (each head gets width / heads)")
     if args.tunecast and not models.MODELS[args.model].exportable:
         ap.error(f"--tunecast: --model {args.model} is a study model with no tunecast export to check")
     if not 0 <= args.stop_epoch <= args.epochs:
@@ -139,17 +139,16 @@ def main():
     train_prec = args.train_precision or args.precision
     rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
                      args.split_seed)
-    train = [r for r in rows if r["split"] in FIT_SPLITS[args.fit_on] and INV_DTYPE[r["dtype"]] in train_prec]
+    train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and INV_DTYPE[r["dtype"]] in train_prec]
     val = [r for r in rows if r["split"] == "val" and INV_DTYPE[r["dtype"]] in args.precision]
     test = [r for r in rows if r["split"] == "test" and INV_DTYPE[r["dtype"]] in args.precision]
     if args.smoke:
         rng = random.Random(args.seed)
         train, val, test = rng.sample(train, min(400, len(train))), val[:100], test[:100]
-        args.epochs, args.eval_every, args.units, args.hidden, args.emb = 3, 3, 16, 32, 8
         ks = (1, 10)
     # Splits the model learns from score nothing: no checkpoint selection on val, no test figures.
-    val = [] if "val" in FIT_SPLITS[args.fit_on] else val
-    test = [] if "test" in FIT_SPLITS[args.fit_on] else test
+    val = [] if "val" in data.FIT_SPLITS[args.fit_on] else val
+    test = [] if "test" in data.FIT_SPLITS[args.fit_on] else test
     last_epoch = min(args.stop_epoch or args.epochs, args.epochs)
     print(f"[train] {name}: {len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
           f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)
