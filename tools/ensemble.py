@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Compile several trained seq2seq models into ONE tunecast-ir graph pair (an ensemble).
 
-Every member must share the encoder input (same model.tce lines apart from the name comment) and the
-vocabulary. The merged encoder runs every member's encoder on the one `features` input and outputs
+Every member must share the vocabulary and the encoder input (same model.tce lines apart from the
+comments). Members of both layouts may mix: mlp members (flat input, 1 x T) are rewritten to read the
+LSTM models' diag input (T x 2T) with runtime layers (flat_reads_diag), each checked against the
+original by the numpy reference interpreter. The merged encoder runs every member's encoder on the one `features` input and outputs
 all their states and contexts; the merged decoder feeds the one `prev_token` input to every member's
 decoder and combines their outputs with runtime layers only:
 
@@ -29,6 +31,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tunecast_train import ir  # noqa: E402
+
 
 def load(run):
     with open(os.path.join(run, "model.tcir.json")) as fh:
@@ -47,6 +52,54 @@ def scale_matrix(m, s):
     m = dict(m)
     m["data"] = scale_blob(m["data"], s)
     return m
+
+
+def flat_reads_diag(member):
+    """Rewrite a member whose encoder reads the `flat` input [1, T] (mlp) to read the `diag` input
+    [T, 2T] of the LSTM models instead, with runtime layers only, so both kinds share one encoder
+    input. Row t of the diag input holds feature t at column t and 1 at column T + t, so the mean of
+    its rows is [features / T, 1 / T ... 1 / T]. An Attention whose query is all zeros weighs every
+    row 1 / T and yields that mean; the query is the last output of an Lstm with zero weights
+    (h = sigmoid(0) * tanh(0) = 0). The first Dense then takes the kernel T * K on the feature
+    columns and 0 on the indicator columns."""
+    m = copy.deepcopy(member)
+    e = m["graphs"][m["seq2seq"]["encoder"]]
+    fin = e["inputs"][0]
+    T = e["values"][fin]["cols"]
+    if e["values"][fin]["rows"] != 1:
+        sys.exit("ensemble: flat_reads_diag needs a [1, T] encoder input")
+    readers = [L for L in e["layers"] if fin in L["inputs"]]
+    if any(L["type"] != "Dense" for L in readers):
+        sys.exit("ensemble: a flat member's input must feed only Dense layers")
+    e["values"][fin] = dict(e["values"][fin], rows=T, cols=2 * T)
+    base = len(e["values"])
+    e["values"] += [{"name": n, "rows": 1, "cols": 2 * T} for n in ("zero_query", "zero_h", "zero_c", "row_mean")]
+    q, mean = base, base + 3
+    zeros = lambda r, c: ir.matrix(np.zeros((r, c), np.float32))  # noqa: E731
+    head = [{"type": "Lstm", "name": "zero_query", "inputs": [fin], "outputs": [q, q + 1, q + 2], "units": 2 * T,
+             "kernel": zeros(2 * T, 8 * T), "recurrent": zeros(2 * T, 8 * T), "bias": ir.b64(np.zeros(8 * T))},
+            {"type": "Attention", "name": "row_mean", "inputs": [q, fin], "outputs": [mean]}]
+    for L in readers:
+        K = ir.unmatrix(L["kernel"])
+        L["kernel"] = ir.matrix(np.concatenate([K * np.float32(T), np.zeros_like(K)]))
+        L["inputs"] = [mean if x == fin else x for x in L["inputs"]]
+    e["layers"] = head + e["layers"]
+    return m
+
+
+def flat_reads_diag_error(member, converted, rng):
+    """Largest relative difference between the original encoder's outputs on random features and
+    the rewritten one's on the same features in the diag layout (numpy reference interpreter)."""
+    e0 = member["graphs"][member["seq2seq"]["encoder"]]
+    e1 = converted["graphs"][converted["seq2seq"]["encoder"]]
+    T = e0["values"][e0["inputs"][0]]["cols"]
+    worst = 0.0
+    for _ in range(3):
+        f = rng.normal(0, 3, T)
+        diag = np.concatenate([np.diag(f), np.eye(T)], 1)
+        for a, b in zip(ir.run_graph(e0, [f[None, :]]), ir.run_graph(e1, [diag])):
+            worst = max(worst, float(np.max(np.abs(a - b) / np.maximum(1, np.abs(a)))))
+    return worst
 
 
 def merge(members, combine, name):
@@ -150,6 +203,35 @@ def merge(members, combine, name):
             "graphs": graphs, "seq2seq": seq, "vocabulary": members[0]["vocabulary"]}
 
 
+def layout_of(tce):
+    shape = next(ln.split()[1:] for ln in tce if ln.startswith("input "))
+    return "flat" if shape[0] == "1" else "diag"
+
+
+def share_input(runs, loaded):
+    """Members of both layouts: flat ones are rewritten to read the diag input, which must then
+    declare the same features in the same order (train.py selects them from the same rows)."""
+    layouts = [layout_of(tce) for _, tce in loaded]
+    if len(set(layouts)) == 1:
+        return loaded
+    diag_tce = loaded[layouts.index("diag")][1]
+    feats = lambda tce: [ln.split()[3:] for ln in tce if ln.startswith("encode ") and ln.split()[3:] != ["raw", "1"]]  # noqa: E731
+    rng = np.random.default_rng(0)
+    out = []
+    for r, (j, tce), lay in zip(runs, loaded, layouts):
+        if lay == "flat":
+            if feats(tce) != feats(diag_tce):
+                sys.exit(f"ensemble: {r} encodes other features than the diag members")
+            conv = flat_reads_diag(j)
+            err = flat_reads_diag_error(j, conv, rng)
+            if err > 1e-5:
+                sys.exit(f"ensemble: {r} rewritten for the diag input is off by {err:.2e}")
+            j, tce = conv, diag_tce
+            print(f"[ensemble] {r}: flat member rewritten to read the diag input (checked)", flush=True)
+        out.append((j, tce))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+")
@@ -163,6 +245,9 @@ def main():
     if not 0 <= args.search_width <= 256:
         ap.error("--search-width must be within 0..256")
     loaded = [load(r) for r in args.runs]
+    mixed = len({layout_of(tce) for _, tce in loaded}) > 1
+    note = "mlp members read this diagonal input" if mixed else "identical encodings"
+    loaded = share_input(args.runs, loaded)
     body = [ln for ln in loaded[0][1] if not ln.startswith("#")]
     for r, (_, tce) in zip(args.runs, loaded):
         if [ln for ln in tce if not ln.startswith("#")] != body:
@@ -177,7 +262,7 @@ def main():
         json.dump(j, fh, separators=(",", ":"))
     with open(os.path.join(args.out, "model.tce"), "w") as fh:
         fh.write("\n".join([f"# tunecast encoder input of {name}",
-                            f"# members: {', '.join(args.runs)} (identical encodings)"] + body) + "\n")
+                            f"# members: {', '.join(args.runs)} ({note})"] + body) + "\n")
     print(f"[ensemble] {len(loaded)} members, combine {args.combine}: {path} ({os.path.getsize(path) / 1e6:.2f} MB)")
 
 

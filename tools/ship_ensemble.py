@@ -19,6 +19,17 @@ import os
 import shutil
 
 KS = ["1", "10", "30", "50", "100"]
+# What each member kind is (tools/tunecast_train/models.py), for the card.
+KIND_TEXT = {
+    "mlp": "our mlp model: the problem as one feature row -> Dense(ReLU) x 2 -> Dense heads for the initial "
+           "states of a 2-layer LSTM decoder and a problem vector read at every step (one-row Attention = exact "
+           "broadcast) -> Dense(ReLU) -> Dense(vocabulary)",
+    "paper": "the paper's LSTM encoder-decoder: Dense -> LSTM -> LSTM over the feature steps; decoder Embedding "
+             "-> LSTM -> LSTM (initial states from the encoder) -> Dense(vocabulary)",
+    "attention": "the paper's attention model: bi-LSTM encoder over the feature steps; LSTM decoder with Luong "
+                 "dot attention -> Dense(tanh) -> Dense(vocabulary)",
+    "hybrid": "the hybrid model: Conv1D x 2 -> LSTM encoder over the feature steps; LSTM decoder -> Dense(vocabulary)",
+}
 
 
 def load_evals(d, split):
@@ -108,10 +119,22 @@ def main():
     size = os.path.getsize(os.path.join(args.dest, "model.tcir.json")) / 1e6
     nparams = sum(m["parameters"] for m in ms)
     cmds = "\n".join(f"  `{m['command']}`\n" for m in ms)
-    members = ", ".join(f"{m['name']} (units {m['args']['units']}, hidden {m['args']['hidden']}, seed "
-                        f"{m['args']['seed']}, label smoothing {m['args']['label_smoothing']})" for m in ms)
-    sizes = sorted({(m['args']['units'], m['args']['hidden']) for m in ms})
-    sizes = "units/hidden " + " and ".join(f"{u}/{h}" for u, h in sizes)
+    def describe(m):
+        a_ = m["args"]
+        size = f"units {a_['units']}, hidden {a_['hidden']}" if a_["model"] == "mlp" else f"units {a_['units']}"
+        return (f"{m['name']} ({a_['model']}, {size}, emb {a_['emb']}, seed {a_['seed']}, "
+                f"label smoothing {a_['label_smoothing']})")
+    members = ", ".join(describe(m) for m in ms)
+    kinds = {}
+    for m in ms:
+        kinds[m["args"]["model"]] = kinds.get(m["args"]["model"], 0) + 1
+    if set(kinds) - set(KIND_TEXT):
+        raise SystemExit(f"ship_ensemble: no card text for member kinds {sorted(set(kinds) - set(KIND_TEXT))}")
+    kinds_short = " + ".join(f"{n} {k}" for k, n in kinds.items())
+    architecture = "; ".join(f"{k} ({n}): {KIND_TEXT[k]}" for k, n in kinds.items())
+    if len(kinds) > 1 and "mlp" in kinds:
+        architecture += (". The mlp members read the LSTM members' diagonal encoder input through the mean of "
+                         "its rows (tools/ensemble.py, flat_reads_diag; checked against the original at merge)")
     def same(key):  # one value when every member shares it, else each member's
         values = [m["args"][key] for m in ms]
         return values[0] if len(set(values)) == 1 else "/".join(str(v) for v in values) + " (by member)"
@@ -141,7 +164,7 @@ def main():
                         "the table above\nis their train + val twins' (same recipes, seeds and stop epochs; the "
                         "last models our split measured),\nthe estimate for the independent holdout. `tunecast "
                         "eval` on this model says which evaluated splits are in-sample.\n\n")
-    card = f"""# {m0['solver']} — ensemble of {len(ms)} mlp decoders in one graph
+    card = f"""# {m0['solver']} — ensemble of {len(ms)} seq2seq models ({kinds_short}) in one graph
 
 Predicts {m0['solver']}'s tuning vector for gfx900 and gfx906, FP32 and FP16, forward/backward as the
 kernel supports; arch, precision and direction are encoder inputs of one model.
@@ -152,14 +175,11 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
 - Split: sha256('{a['split_seed']}:<descriptor>') mod 1000, <800 train, <900 val, else test; the descriptor
   is every config column but id (docs/training.md). Same problem, same split on every arch.
 - Architecture: {len(ms)} members compiled into ONE encoder graph and ONE decoder graph by
-  `tools/ensemble.py --combine {args.combine}`. Each member is our mlp model ({sizes},
-  emb {a['emb']}): the problem as one feature row -> Dense(ReLU) x 2 -> Dense heads for the
-  initial states of a 2-layer LSTM decoder and a problem vector read at every step (one-row Attention =
-  exact broadcast) -> Dense(ReLU) -> Dense(vocabulary). The decoder applies Softmax to each member's
+  `tools/ensemble.py --combine {args.combine}`. Member kinds: {architecture}. The decoder applies Softmax to each member's
   logits and Adds them; `seq2seq.logits_are_probabilities` is true, so the runtime scores
   log(sum p_i) = log(mean p_i) + log {len(ms)} (a constant per step: same ranking as the mean).
   Members: {members}. {nparams} parameters, model.tcir.json {size:.2f} MB.
-  Encoder input: model.tce (identical in every member). Vocabulary: position-segmented, token 0 = end,
+  Encoder input: model.tce (shared by every member). Vocabulary: position-segmented, token 0 = end,
   EndTokenAfterLast.
 - Training (each member): teacher forcing, cross-entropy over the whole vocabulary with label smoothing
   spread over the current position's tokens, AdamW lr {same('lr')} wd {same('wd')}, batch {same('batch')}, cosine
@@ -189,7 +209,7 @@ that violate weights/rules/{m0['solver']}.tcr (the runtime masks them during the
                             "baselines": {b: j["baselines"][b]["perfect"] for b in ("most_frequent", "nearest")}}
                         for g, j in ev.items()}
     metrics = {"name": os.path.basename(os.path.normpath(args.dest)), "solver": m0["solver"],
-               "model": f"ensemble({args.combine}) of {len(ms)} mlp", "members": [m["name"] for m in ms],
+               "model": f"ensemble({args.combine}) of {len(ms)}: {kinds_short}", "members": [m["name"] for m in ms],
                "commands": [m["command"] for m in ms], "parameters": nparams, "rows": m0["rows"],
                "fit_on": fit_on, "stop_epochs": stop,
                **({"test_measured_on": args.twin_runs} if args.twin_runs else {}),

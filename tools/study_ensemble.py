@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Score a mean-probability ensemble of trained runs in PyTorch, on one split of our data.
 
-For questions the runtime cannot answer yet: members of any kind, study models that do not export
-(the transformer decoder) and members whose encoder inputs differ (tools/ensemble.py merges only
-members that share one model.tce). The search is training's masked beam search (no validity rules),
+For questions the runtime cannot answer yet, or before building an ensemble for it: members of any
+kind, study models that do not export (the transformer decoder) included; each member reads its own
+encoder input (tools/ensemble.py merges exported mlp and LSTM members for the runtime). The search is training's masked beam search (no validity rules),
 so compare its figures with each other, not with `tunecast eval`. Each run folder needs the
 model.pt that tools/train.py writes; all runs must share the solver and the vocabulary.
 

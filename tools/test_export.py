@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tunecast_train import data, export, features, models  # noqa: E402
+import ensemble  # noqa: E402
 
 
 def synthetic_fields(n, rng):
@@ -86,6 +87,7 @@ def main():
     vocab = data.Vocabulary(["a", "b", "c"], list(zip(*params)))
     check_study_models(vocab.size)
     failures = 0
+    exports = {}
     for kind, cls in models.MODELS.items():
         if not cls.exportable:
             continue
@@ -98,6 +100,7 @@ def main():
             for p in model.parameters():
                 p.add_(0.3 * torch.randn_like(p))
         j = export.model_json(model, enc, vocab, f"test_{kind}", {"test": "1"})
+        exports[kind] = j
         tokens = torch.tensor([[t for t in vocab.encode(p)] for p in params[:5]])
         vectors = export.reference_vectors(model, j, torch.tensor(X[:5]), tokens)
         diff = export.check(j, vectors)
@@ -114,6 +117,12 @@ def main():
             failures += not ok
             print(f"[test_export] {kind:10s} tunecast runtime vs PyTorch: {'ok' if ok else 'FAILED'}\n  "
                   + text.replace("\n", "\n  "), flush=True)
+    # Mixed ensembles (tools/ensemble.py): an mlp member rewritten to read the LSTM models' diag input.
+    mixed = ensemble.flat_reads_diag(exports["mlp"])
+    err = ensemble.flat_reads_diag_error(exports["mlp"], mixed, rng)
+    failures += err > 1e-5
+    print(f"[test_export] mlp read through the diag input (mixed ensembles): max rel diff {err:.2e} "
+          f"{'ok' if err <= 1e-5 else 'FAILED'}", flush=True)
     sys.exit(1 if failures else 0)
 
 
