@@ -4,9 +4,9 @@
 Every member must share the vocabulary and the encoder input (same model.tce lines apart from the
 comments). Members of both layouts may mix: mlp members (flat input, 1 x T) are rewritten to read the
 LSTM models' diag input (T x 2T) with runtime layers (flat_reads_diag), each checked against the
-original by the numpy reference interpreter. The merged encoder runs every member's encoder on the one `features` input and outputs
-all their states and contexts; the merged decoder feeds the one `prev_token` input to every member's
-decoder and combines their outputs with runtime layers only:
+original by the numpy reference interpreter. The merged encoder runs every member's encoder on the
+one `features` input and outputs all their states and contexts; the merged decoder feeds the one
+`prev_token` input to every member's decoder and combines their outputs with runtime layers only:
 
   --combine prob  (default): Softmax per member -> Add; seq2seq.logits_are_probabilities = true, so
                   the runtime scores log(sum_i p_i) = log(mean_i p_i) + log(M). log(M) is the same for

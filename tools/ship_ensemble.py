@@ -13,6 +13,7 @@ ensemble of those twins, which the card reports as the estimate.
       --dest weights/ConvAsm1x1U --combine prob --why "..." [--sweeps tools/sweeps/fourth.txt ...]
 """
 import argparse
+import collections
 import glob
 import json
 import os
@@ -125,9 +126,7 @@ def main():
         return (f"{m['name']} ({a_['model']}, {size}, emb {a_['emb']}, seed {a_['seed']}, "
                 f"label smoothing {a_['label_smoothing']})")
     members = ", ".join(describe(m) for m in ms)
-    kinds = {}
-    for m in ms:
-        kinds[m["args"]["model"]] = kinds.get(m["args"]["model"], 0) + 1
+    kinds = collections.Counter(m["args"]["model"] for m in ms)  # in member order
     if set(kinds) - set(KIND_TEXT):
         raise SystemExit(f"ship_ensemble: no card text for member kinds {sorted(set(kinds) - set(KIND_TEXT))}")
     kinds_short = " + ".join(f"{n} {k}" for k, n in kinds.items())
