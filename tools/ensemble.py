@@ -59,26 +59,33 @@ def flat_reads_diag(member):
     [T, 2T] of the LSTM models instead, with runtime layers only, so both kinds share one encoder
     input. Row t of the diag input holds feature t at column t and 1 at column T + t, so the mean of
     its rows is [features / T, 1 / T ... 1 / T]. An Attention whose query is all zeros weighs every
-    row 1 / T and yields that mean; the query is the last output of an Lstm with zero weights
-    (h = sigmoid(0) * tanh(0) = 0). The first Dense then takes the kernel T * K on the feature
-    columns and 0 on the indicator columns."""
+    row 1 / T and yields that mean (up to float rounding); the zero query is a Dense with zero weights
+    over the last output of a one-unit Lstm (the runtime has no constant layer, and only an Lstm
+    turns the T rows into one). The first Dense then takes the kernel T * K on the feature columns and
+    0 on the indicator columns."""
     m = copy.deepcopy(member)
     e = m["graphs"][m["seq2seq"]["encoder"]]
     fin = e["inputs"][0]
     T = e["values"][fin]["cols"]
-    if e["values"][fin]["rows"] != 1:
-        sys.exit("ensemble: flat_reads_diag needs a [1, T] encoder input")
+    if e["batched"] or e["values"][fin]["rows"] != 1:
+        sys.exit("ensemble: flat_reads_diag needs a sequence graph (not batched) with a [1, T] input")
+    if fin in e["outputs"]:
+        sys.exit("ensemble: a flat member's encoder input is also its output")
     readers = [L for L in e["layers"] if fin in L["inputs"]]
     if any(L["type"] != "Dense" for L in readers):
         sys.exit("ensemble: a flat member's input must feed only Dense layers")
     e["values"][fin] = dict(e["values"][fin], rows=T, cols=2 * T)
     base = len(e["values"])
-    e["values"] += [{"name": n, "rows": 1, "cols": 2 * T} for n in ("zero_query", "zero_h", "zero_c", "row_mean")]
-    q, mean = base, base + 3
+    e["values"] += [{"name": "zq_last", "rows": 1, "cols": 1}, {"name": "zq_h", "rows": 1, "cols": 1},
+                    {"name": "zq_c", "rows": 1, "cols": 1}, {"name": "zero_query", "rows": 1, "cols": 2 * T},
+                    {"name": "row_mean", "rows": 1, "cols": 2 * T}]
+    last, query, mean = base, base + 3, base + 4
     zeros = lambda r, c: ir.matrix(np.zeros((r, c), np.float32))  # noqa: E731
-    head = [{"type": "Lstm", "name": "zero_query", "inputs": [fin], "outputs": [q, q + 1, q + 2], "units": 2 * T,
-             "kernel": zeros(2 * T, 8 * T), "recurrent": zeros(2 * T, 8 * T), "bias": ir.b64(np.zeros(8 * T))},
-            {"type": "Attention", "name": "row_mean", "inputs": [q, fin], "outputs": [mean]}]
+    head = [{"type": "Lstm", "name": "zq_lstm", "inputs": [fin], "outputs": [last, last + 1, last + 2], "units": 1,
+             "kernel": zeros(2 * T, 4), "recurrent": zeros(1, 4), "bias": ir.b64(np.zeros(4))},
+            {"type": "Dense", "name": "zero_query", "inputs": [last], "outputs": [query], "units": 2 * T,
+             "kernel": zeros(1, 2 * T), "bias": ir.b64(np.zeros(2 * T))},
+            {"type": "Attention", "name": "row_mean", "inputs": [query, fin], "outputs": [mean]}]
     for L in readers:
         K = ir.unmatrix(L["kernel"])
         L["kernel"] = ir.matrix(np.concatenate([K * np.float32(T), np.zeros_like(K)]))
@@ -115,6 +122,9 @@ def merge(members, combine, name):
             sys.exit("ensemble: members' seq2seq layouts differ")
         if s.get("logits_are_probabilities"):
             sys.exit("ensemble: members must output logits")
+        if (m["graphs"][enc_i]["batched"], m["graphs"][dec_i]["batched"]) != \
+                (members[0]["graphs"][enc_i]["batched"], members[0]["graphs"][dec_i]["batched"]):
+            sys.exit("ensemble: members' graphs differ in kind (sequence or step graph)")
     ge = members[0]["graphs"][enc_i]
     gd = members[0]["graphs"][dec_i]
     if len(ge["inputs"]) != 1:
@@ -203,30 +213,41 @@ def merge(members, combine, name):
             "graphs": graphs, "seq2seq": seq, "vocabulary": members[0]["vocabulary"]}
 
 
-def layout_of(tce):
-    shape = next(ln.split()[1:] for ln in tce if ln.startswith("input "))
-    return "flat" if shape[0] == "1" else "diag"
+def encoder_layout(tce):
+    """('flat' or 'diag', T, feature texts in order, range lines) of a model.tce; exits on any other
+    layout. flat: input 1 x T, `encode 0 t F_t`. diag: input T x 2T, `encode t t F_t` and
+    `encode t T+t raw 1` (tools/tunecast_train/features.py)."""
+    rows, cols = next((int(w[1]), int(w[3])) for w in (ln.split() for ln in tce) if w and w[0] == "input")
+    enc = {(int(w[1]), int(w[2])): " ".join(w[3:]) for w in (ln.split() for ln in tce) if w and w[0] == "encode"}
+    ranges = [ln for ln in tce if ln.startswith("range ")]
+    if rows == 1 and set(enc) == {(0, t) for t in range(cols)}:
+        return "flat", cols, [enc[(0, t)] for t in range(cols)], ranges
+    T = rows
+    if cols == 2 * T and set(enc) == {(t, t) for t in range(T)} | {(t, T + t) for t in range(T)} \
+            and all(enc[(t, T + t)] == "raw 1" for t in range(T)):
+        return "diag", T, [enc[(t, t)] for t in range(T)], ranges
+    sys.exit(f"ensemble: encoder input {rows} x {cols} is neither the flat nor the diag layout")
 
 
 def share_input(runs, loaded):
     """Members of both layouts: flat ones are rewritten to read the diag input, which must then
-    declare the same features in the same order (train.py selects them from the same rows)."""
-    layouts = [layout_of(tce) for _, tce in loaded]
-    if len(set(layouts)) == 1:
+    declare the same features in the same order and the same field ranges (train.py selects them
+    from the same rows)."""
+    layouts = [encoder_layout(tce) for _, tce in loaded]
+    if len({lay[0] for lay in layouts}) == 1:
         return loaded
-    diag_tce = loaded[layouts.index("diag")][1]
-    feats = lambda tce: [ln.split()[3:] for ln in tce if ln.startswith("encode ") and ln.split()[3:] != ["raw", "1"]]  # noqa: E731
+    k = next(i for i, lay in enumerate(layouts) if lay[0] == "diag")
     rng = np.random.default_rng(0)
     out = []
     for r, (j, tce), lay in zip(runs, loaded, layouts):
-        if lay == "flat":
-            if feats(tce) != feats(diag_tce):
-                sys.exit(f"ensemble: {r} encodes other features than the diag members")
+        if lay[0] == "flat":
+            if lay[1:] != layouts[k][1:]:
+                sys.exit(f"ensemble: {r} encodes other features or ranges than {runs[k]}")
             conv = flat_reads_diag(j)
             err = flat_reads_diag_error(j, conv, rng)
             if err > 1e-5:
                 sys.exit(f"ensemble: {r} rewritten for the diag input is off by {err:.2e}")
-            j, tce = conv, diag_tce
+            j, tce = conv, loaded[k][1]
             print(f"[ensemble] {r}: flat member rewritten to read the diag input (checked)", flush=True)
         out.append((j, tce))
     return out
@@ -245,7 +266,7 @@ def main():
     if not 0 <= args.search_width <= 256:
         ap.error("--search-width must be within 0..256")
     loaded = [load(r) for r in args.runs]
-    mixed = len({layout_of(tce) for _, tce in loaded}) > 1
+    mixed = len({encoder_layout(tce)[0] for _, tce in loaded}) > 1
     note = "mlp members read this diagonal input" if mixed else "identical encodings"
     loaded = share_input(args.runs, loaded)
     body = [ln for ln in loaded[0][1] if not ln.startswith("#")]
