@@ -230,12 +230,12 @@ def encoder_layout(tce):
 
 
 def share_input(runs, loaded):
-    """Members of both layouts: flat ones are rewritten to read the diag input, which must then
-    declare the same features in the same order and the same field ranges (train.py selects them
-    from the same rows)."""
+    """(members, whether layouts mixed). Members of both layouts: flat ones are rewritten to read
+    the diag input, which must then declare the same features in the same order and the same field
+    ranges (train.py selects them from the same rows)."""
     layouts = [encoder_layout(tce) for _, tce in loaded]
     if len({lay[0] for lay in layouts}) == 1:
-        return loaded
+        return loaded, False
     k = next(i for i, lay in enumerate(layouts) if lay[0] == "diag")
     rng = np.random.default_rng(0)
     out = []
@@ -250,7 +250,7 @@ def share_input(runs, loaded):
             j, tce = conv, loaded[k][1]
             print(f"[ensemble] {r}: flat member rewritten to read the diag input (checked)", flush=True)
         out.append((j, tce))
-    return out
+    return out, True
 
 
 def main():
@@ -266,9 +266,8 @@ def main():
     if not 0 <= args.search_width <= 256:
         ap.error("--search-width must be within 0..256")
     loaded = [load(r) for r in args.runs]
-    mixed = len({encoder_layout(tce)[0] for _, tce in loaded}) > 1
+    loaded, mixed = share_input(args.runs, loaded)
     note = "mlp members read this diagonal input" if mixed else "identical encodings"
-    loaded = share_input(args.runs, loaded)
     body = [ln for ln in loaded[0][1] if not ln.startswith("#")]
     for r, (_, tce) in zip(args.runs, loaded):
         if [ln for ln in tce if not ln.startswith("#")] != body:

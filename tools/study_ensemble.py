@@ -22,9 +22,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import data, features, metrics, models, search  # noqa: E402
+from tunecast_train import data, features, models, search  # noqa: E402
 
-INV_DTYPE = {v: k for k, v in data.DTYPES.items()}
 MODEL_ARGS = ("emb", "units", "hidden", "filters", "dropout", "layers", "heads")
 
 
@@ -79,21 +78,11 @@ class Ensemble(nn.Module):
 
 
 def score(model, encs, vocab, rows, ks, max_problems=0):
+    """{"arch/precision": metrics}: every member's encoder input, flattened and concatenated."""
     device = next(model.parameters()).device
-    out = {}
-    for arch, prec in sorted({(r["arch_name"], INV_DTYPE[r["dtype"]]) for r in rows}):
-        sel = [r for r in rows if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
-        sel = sel[:max_problems] if max_problems else sel
-        f = data.fields_matrix(sel)
-        X = torch.cat([torch.tensor(e.matrix(f)).reshape(len(sel), -1) for e in encs], 1).to(device)
-        cache = {}
-
-        def cands(k, X=X, cache=cache):
-            if k not in cache:
-                cache[k] = [[vocab.decode(t) for t in b] for b in search.beam_search(model, X, vocab, k)]
-            return cache[k]
-        out[f"{arch}/{prec}"] = metrics.score(cands, [r["params"] for r in sel], ks)
-    return out
+    inputs = lambda sel: torch.cat([torch.tensor(e.matrix(data.fields_matrix(sel))).reshape(len(sel), -1)  # noqa: E731
+                                    for e in encs], 1).to(device)
+    return {f"{a}/{p}": m for (a, p), m in search.evaluate(model, inputs, vocab, rows, ks, max_problems).items()}
 
 
 def line(name, result, ks):

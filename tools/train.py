@@ -28,7 +28,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tunecast_train import data, export, features, metrics, models, search  # noqa: E402
 from tunecast_train import baselines as bl  # noqa: E402
 
-INV_DTYPE = {v: k for k, v in data.DTYPES.items()}
 
 
 def parse():
@@ -108,24 +107,10 @@ def smooth_targets(vocab, eps):
     return S
 
 
-def groups(rows):
-    return sorted({(r["arch_name"], INV_DTYPE[r["dtype"]]) for r in rows})
-
-
 def evaluate(model, enc, vocab, rows, device, ks):
     """{(arch, precision): metrics} with beam width k for every k."""
-    out = {}
-    for arch, prec in groups(rows):
-        sel = [r for r in rows if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
-        X = torch.tensor(enc.matrix(data.fields_matrix(sel)), device=device)
-        cache = {}
-
-        def cands(k, X=X, cache=cache):
-            if k not in cache:
-                cache[k] = [[vocab.decode(t) for t in beams] for beams in search.beam_search(model, X, vocab, k)]
-            return cache[k]
-        out[(arch, prec)] = metrics.score(cands, [r["params"] for r in sel], ks)
-    return out
+    inputs = lambda sel: torch.tensor(enc.matrix(data.fields_matrix(sel)), device=device)  # noqa: E731
+    return search.evaluate(model, inputs, vocab, rows, ks)
 
 
 def main():
@@ -139,9 +124,9 @@ def main():
     train_prec = args.train_precision or args.precision
     rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
                      args.split_seed)
-    train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and INV_DTYPE[r["dtype"]] in train_prec]
-    val = [r for r in rows if r["split"] == "val" and INV_DTYPE[r["dtype"]] in args.precision]
-    test = [r for r in rows if r["split"] == "test" and INV_DTYPE[r["dtype"]] in args.precision]
+    train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and data.PRECISION_OF[r["dtype"]] in train_prec]
+    val = [r for r in rows if r["split"] == "val" and data.PRECISION_OF[r["dtype"]] in args.precision]
+    test = [r for r in rows if r["split"] == "test" and data.PRECISION_OF[r["dtype"]] in args.precision]
     if args.smoke:
         rng = random.Random(args.seed)
         train, val, test = rng.sample(train, min(400, len(train))), val[:100], test[:100]
@@ -163,7 +148,6 @@ def main():
     print(f"[train] vocabulary {vocab.size} tokens, encoder input {enc.shape[0]}x{enc.shape[1]} "
           f"({enc.count} features)", flush=True)
 
-    P = vocab.positions
     tok = torch.tensor([vocab.encode(r["params"]) for r in train])
     tgt = torch.cat([tok, torch.zeros(len(tok), 1, dtype=torch.long)], 1)        # ... then end
     tin = torch.cat([torch.zeros(len(tok), 1, dtype=torch.long), tok], 1)        # start, prefix
@@ -225,9 +209,9 @@ def main():
     test_m = evaluate(model, enc, vocab, test, dev, ks)
     val_m = evaluate(model, enc, vocab, val, dev, ks)
     base = {}
-    for arch, prec in groups(test):
-        tr = [r for r in train if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
-        te = [r for r in test if r["arch_name"] == arch and INV_DTYPE[r["dtype"]] == prec]
+    train_groups = data.groups(train)
+    for (arch, prec), te in data.groups(test).items():
+        tr = train_groups.get((arch, prec), [])
         near = bl.nearest(data.fields_matrix(tr), [r["params"] for r in tr], data.fields_matrix(te), max(ks))
         base[(arch, prec)] = {"frequent": metrics.score([bl.frequent([r["params"] for r in tr])] * len(te),
                                                         [r["params"] for r in te], ks),

@@ -23,6 +23,7 @@ DTYPES = {"FP32": 0, "FP16": 1, "BF16": 2, "INT8": 3}
 LAYOUTS = {"NCHW": 0, "NHWC": 1, "NCDHW": 2, "NDHWC": 3}
 ARCHS = {"gfx900": 0, "gfx906": 1, "gfx908": 2, "gfx90a": 3, "gfx942": 4, "gfx1030": 5}
 SYMBOLS = {**DIRECTIONS, **DTYPES, **LAYOUTS, **ARCHS}
+PRECISION_OF = {v: k for k, v in DTYPES.items()}  # a row's dtype value -> "FP32", "FP16", ...
 
 # perf DB config column -> problem field. Order is the config table's (minus id); the split hash
 # walks it in this order.
@@ -127,17 +128,24 @@ def read_csv(path):
 
 def load(data, solvers, archs, precisions, split_seed=0):
     """Rows from an extracted CSV (a file, or a folder holding <solver>.csv) or from a perf DB folder."""
-    inv_dtype = {v: k for k, v in DTYPES.items()}
     if os.path.isdir(data) and glob.glob(os.path.join(data, "*.db")):
         return extract(data, solvers, archs, precisions, split_seed)
     paths = [data] if os.path.isfile(data) else [os.path.join(data, f"{s}.csv") for s in solvers]
     rows = []
     for p in paths:
         rows += [r for r in read_csv(p) if r["solver"] in solvers and r["arch_name"] in archs
-                 and inv_dtype[r["dtype"]] in precisions]
+                 and PRECISION_OF[r["dtype"]] in precisions]
     if split_seed != 0:  # CSVs hold the seed-0 split; recompute from the fields for other seeds
         raise ValueError("CSV data holds the split of seed 0; extract again with --split-seed")
     return rows
+
+
+def groups(rows):
+    """{(arch, precision): rows of that group}, sorted by arch and precision."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["arch_name"], PRECISION_OF[r["dtype"]]), []).append(r)
+    return dict(sorted(out.items()))
 
 
 def fields_matrix(rows):

@@ -7,6 +7,8 @@ and the beam is re-sorted. Ties keep torch.topk's order.
 """
 import torch
 
+from . import data, metrics
+
 
 @torch.no_grad()
 def beam_search(model, X, vocab, width, batch=1024, end_score=True):
@@ -49,3 +51,21 @@ def beam_search(model, X, vocab, width, batch=1024, end_score=True):
             seqs = seqs.gather(1, order.unsqueeze(2).expand(-1, -1, seqs.shape[2]))
         results += seqs.cpu().tolist()
     return results
+
+
+def evaluate(model, inputs, vocab, rows, ks, max_problems=0):
+    """{(arch, precision): metrics.score} of `model` on rows, beam width k for every k (no validity
+    rules). inputs(rows) -> the encoder input tensor of those rows on the model's device;
+    max_problems > 0 scores only the first that many problems of each group."""
+    out = {}
+    for g, sel in data.groups(rows).items():
+        sel = sel[:max_problems] if max_problems else sel
+        X = inputs(sel)
+        cache = {}
+
+        def cands(k, X=X, cache=cache):
+            if k not in cache:
+                cache[k] = [[vocab.decode(t) for t in beams] for beams in beam_search(model, X, vocab, k)]
+            return cache[k]
+        out[g] = metrics.score(cands, [r["params"] for r in sel], ks)
+    return out
