@@ -38,16 +38,28 @@ def sh(cmd, **kw):
 
 
 class Scorer:
-    def __init__(self, args):
+    """Compiles and scores ensembles on val, caching by member set. Every group records perfect@k for
+    each k of `beams` (always including 1 and 10); the score is the selection criterion, mean over
+    groups of perfect@1 + perfect@10 (tools/recipe_study.py reads the other k)."""
+
+    def __init__(self, args, beams=(1, 10)):
         self.a = args
+        self.beams = sorted(set(beams) | {1, 10})
         self.cache_path = os.path.join(args.work, "cache.json")
         self.cache = json.load(open(self.cache_path)) if os.path.exists(self.cache_path) else {}
+
+    def cached(self, key):
+        """The cache entry of `key` if it holds every k of self.beams (older entries hold 1 and 10)."""
+        c = self.cache.get(key)
+        if c and all(str(k) in g.get("perfect", {"1": 0, "10": 0}) for g in c["groups"].values() for k in self.beams):
+            return c
+        return None
 
     def evaluate(self, folder, key):
         """folder holds model.tcir.json + model.tce; returns (criterion, per-group, tcir bytes).
         The compiled blob goes to the work folder (run folders are left as they are)."""
-        if key in self.cache:
-            c = self.cache[key]
+        c = self.cached(key)
+        if c:
             return c["score"], c["groups"], c["bytes"]
         a = self.a
         tcm = os.path.join(a.work, "m_" + hashlib.sha1(key.encode()).hexdigest()[:12] + ".tcm")
@@ -57,11 +69,11 @@ class Scorer:
         groups = {}
         for db, prec in GROUPS:
             out = sh([a.tunecast, "eval", tcm, "--perfdb", os.path.join(a.perfdb_dir, f"{db}.db"), "--solver",
-                      a.solver, "--precision", prec, "--split", "val", "--beam", "1,10", "--no-baselines",
-                      "--json"])
+                      a.solver, "--precision", prec, "--split", "val", "--beam", ",".join(map(str, self.beams)),
+                      "--no-baselines", "--json"])
             j = json.loads(out)
             groups[f"{db}_{prec}"] = {"n": j["n"], "p1": j["perfect"]["1"], "p10": j["perfect"]["10"],
-                                      "invalid_rate": j["invalid_rate"]}
+                                      "perfect": j["perfect"], "invalid_rate": j["invalid_rate"]}
         score = sum(g["p1"] + g["p10"] for g in groups.values()) / len(groups)
         size = os.path.getsize(os.path.join(folder, "model.tcir.json"))
         self.cache[key] = {"score": score, "groups": groups, "bytes": size}
@@ -69,6 +81,23 @@ class Scorer:
             json.dump(self.cache, fh, indent=1)
         os.remove(tcm)
         return score, groups, size
+
+
+def score_members(sc, by_name, members):
+    """Merges the runs named `members` (tools/ensemble.py, --combine prob) and scores them with `sc`;
+    returns (criterion, per-group, tcir bytes). A single member is scored as it is."""
+    key = "+".join(sorted(members))
+    if len(members) == 1:
+        folder = by_name[members[0]]
+    else:
+        folder = os.path.join(sc.a.work, "ens_" + hashlib.sha1(key.encode()).hexdigest()[:12])
+        if not sc.cached(key):
+            sh([sys.executable, os.path.join(HERE, "ensemble.py")] + [by_name[m] for m in members] +
+               ["--out", folder])
+    s, g, b = sc.evaluate(folder, key)
+    if len(members) > 1 and os.path.isdir(folder):  # rebuilt on demand; keep the disk small
+        shutil.rmtree(folder)
+    return s, g, b
 
 
 def main():
@@ -95,17 +124,7 @@ def main():
     t0 = time.time()
 
     def score_set(members):
-        key = "+".join(sorted(members))
-        if len(members) == 1:
-            folder = by_name[members[0]]
-        else:
-            folder = os.path.join(args.work, "ens_" + hashlib.sha1(key.encode()).hexdigest()[:12])
-            if key not in sc.cache:
-                sh([sys.executable, os.path.join(HERE, "ensemble.py")] + [by_name[m] for m in members] +
-                   ["--out", folder])
-        s, g, b = sc.evaluate(folder, key)
-        if len(members) > 1 and os.path.isdir(folder):  # rebuilt on demand; keep the disk small
-            shutil.rmtree(folder)
+        s, g, b = score_members(sc, by_name, members)
         result["evaluated"].append({"members": members, "score": s, "bytes": b, "groups": g})
         return s, g, b
 
