@@ -51,7 +51,8 @@ class Scorer:
     def cached(self, key):
         """The cache entry of `key` if it holds every k of self.beams (older entries hold 1 and 10)."""
         c = self.cache.get(key)
-        if c and all(str(k) in g.get("perfect", {"1": 0, "10": 0}) for g in c["groups"].values() for k in self.beams):
+        held = lambda g: g.get("perfect", {"1": 0, "10": 0})  # noqa: E731
+        if c and all(str(k) in held(g) for g in c["groups"].values() for k in self.beams):
             return c
         return None
 
