@@ -5,18 +5,18 @@ A recipe says how many members of each kind an ensemble has ("mlp=1,attention=1,
 run is its metrics.json "model" (mlp, paper, attention, hybrid). For each recipe, --draws ensembles are
 drawn from the pool (seeds without replacement inside a kind, a fixed random seed), merged by
 tools/ensemble.py, compiled with the kernel's rules and scored by `tunecast eval --split val` at
-k = 1, 10, 30, 50, 100 (tools/select_ensemble.py's Scorer and cache). Greedy member selection picks the
+each k of --k (tools/select_ensemble.py's Scorer and cache). Greedy member selection picks the
 luckiest set among many; on a small kernel that is mostly noise (66-118 val problems a group), while a
 recipe's mean over draws says what the recipe itself is worth and its spread says how much one draw can
 move. Only the validation split is read (never test).
 
   /usr/bin/python3 tools/recipe_study.py --solver ConvAsmBwdWrW3x3 --runs RUN... --work DIR \\
-      --recipe mlp=3 --recipe mlp=1,attention=1,paper=1 [--draws 6] [--seed 0] \\
+      --recipe mlp=3 --recipe mlp=1,attention=1,paper=1 [--draws 6] [--seed 0] [--k 1 10 30 50 100] \\
       [--tunecast build/codegen/tunecast] [--perfdb-dir ../shared/data/miopen/perfdb]
 prints one line per recipe (mean and standard deviation over draws of the criterion, mean over the 4
 groups of perfect@1 + perfect@10, and of each perfect@k), writes DIR/recipes.json (every draw, its
-members and per-group figures) and DIR/recipes.png (mean perfect@k per recipe, error bars one standard
-deviation of the draws).
+members and per-group figures) and DIR/recipes.png (mean perfect@k per recipe, and its difference from
+the first recipe; error bars one standard deviation of the draws).
 """
 import argparse
 import json
@@ -30,7 +30,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from select_ensemble import ROOT, Scorer, score_members  # noqa: E402
 
-KS = (1, 10, 30, 50, 100)
 
 
 def parse_recipe(text, kinds):
@@ -60,11 +59,15 @@ def main():
     ap.add_argument("--recipe", action="append", required=True, help="KIND=COUNT[,KIND=COUNT...]")
     ap.add_argument("--draws", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--k", type=int, nargs="+", default=[1, 10, 30, 50, 100],
+                    help="perfect@k to measure (1 and 10 always: the criterion)")
     ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
     ap.add_argument("--perfdb-dir", default=os.path.join(ROOT, "..", "shared", "data", "miopen", "perfdb"))
     args = ap.parse_args()
     if args.draws < 1:
         sys.exit("recipe_study: --draws must be at least 1")
+    if any(not 1 <= k <= 256 for k in args.k):
+        sys.exit("recipe_study: every --k must be within 1..256 (the runtime's beam limit)")
 
     by_name, kinds = {}, {}
     for run in args.runs:
@@ -85,9 +88,11 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     print("[recipes] pool: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(kinds.items())), flush=True)
 
-    sc = Scorer(args, beams=KS)
+    sc = Scorer(args, beams=args.k)
+    ks = sc.beams
     rng = random.Random(args.seed)
-    result = {"solver": args.solver, "draws": args.draws, "seed": args.seed, "pool": kinds, "recipes": []}
+    result = {"solver": args.solver, "draws": args.draws, "seed": args.seed, "k": ks, "pool": kinds,
+              "recipes": []}
     t0 = time.time()
     for text, recipe in recipes:
         entry = {"recipe": text, "draws": []}
@@ -99,20 +104,20 @@ def main():
                     break
             seen.add(tuple(members))
             score, groups, size = score_members(sc, by_name, members)
-            perfect = {str(k): statistics.mean(g["perfect"][str(k)] for g in groups.values()) for k in KS}
+            perfect = {str(k): statistics.mean(g["perfect"][str(k)] for g in groups.values()) for k in ks}
             entry["draws"].append({"members": members, "score": score, "perfect": perfect, "bytes": size,
                                    "groups": groups})
             print(f"[recipes] {text}: {'+'.join(members)} {score:.2f} ({time.time() - t0:.0f}s)", flush=True)
         entry["score"] = mean_sd([d["score"] for d in entry["draws"]])
-        entry["perfect"] = {str(k): mean_sd([d["perfect"][str(k)] for d in entry["draws"]]) for k in KS}
+        entry["perfect"] = {str(k): mean_sd([d["perfect"][str(k)] for d in entry["draws"]]) for k in ks}
         entry["mb"] = statistics.mean(d["bytes"] for d in entry["draws"]) / 1e6
         result["recipes"].append(entry)
 
     print(f"\nval, mean over {args.draws} draw(s) (+- sd of one draw); perfect@k is the mean over the 4 groups")
-    print(f"{'recipe':36s} {'MB':>5s} {'p@1+p@10':>13s} " + " ".join(f"{'p@' + str(k):>12s}" for k in KS))
+    print(f"{'recipe':36s} {'MB':>5s} {'p@1+p@10':>13s} " + " ".join(f"{'p@' + str(k):>12s}" for k in ks))
     for e in result["recipes"]:
         print(f"{e['recipe']:36s} {e['mb']:5.2f} {e['score'][0]:7.2f}+-{e['score'][1]:4.2f} " +
-              " ".join(f"{e['perfect'][str(k)][0]:6.1f}+-{e['perfect'][str(k)][1]:4.1f}" for k in KS))
+              " ".join(f"{e['perfect'][str(k)][0]:6.1f}+-{e['perfect'][str(k)][1]:4.1f}" for k in ks))
     out = os.path.join(args.work, "recipes.json")
     with open(out, "w") as fh:
         json.dump(result, fh, indent=1)
@@ -126,21 +131,21 @@ def plot(result, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    recipes = result["recipes"]
+    recipes, ks = result["recipes"], result["k"]
     ref = recipes[0]
     fig, (ax, dx) = plt.subplots(1, 2, figsize=(11, 4.5))
     for i, e in enumerate(recipes):
-        xs = [k * (1 + 0.03 * (i - len(recipes) / 2)) for k in KS]  # spread the error bars
-        mean = [e["perfect"][str(k)][0] for k in KS]
-        sd = [e["perfect"][str(k)][1] for k in KS]
+        xs = [k * (1 + 0.03 * (i - len(recipes) / 2)) for k in ks]  # spread the error bars
+        mean = [e["perfect"][str(k)][0] for k in ks]
+        sd = [e["perfect"][str(k)][1] for k in ks]
         label = f"{e['recipe']} ({e['mb']:.1f} MB)"
         ax.errorbar(xs, mean, yerr=sd, marker="o", capsize=3, label=label)
-        dx.errorbar(xs, [m - ref["perfect"][str(k)][0] for m, k in zip(mean, KS)], yerr=sd, marker="o",
+        dx.errorbar(xs, [m - ref["perfect"][str(k)][0] for m, k in zip(mean, ks)], yerr=sd, marker="o",
                     capsize=3, label=label)
     for a in (ax, dx):
         a.set_xscale("log")
-        a.set_xticks(KS)
-        a.set_xticklabels([str(k) for k in KS])
+        a.set_xticks(ks)
+        a.set_xticklabels([str(k) for k in ks])
         a.set_xlabel("k")
         a.grid(alpha=0.3)
     ax.set_ylabel("perfect@k on val (%), mean over groups")
