@@ -19,7 +19,9 @@ members and per-group figures) and DIR/recipes.png (mean perfect@k per recipe, a
 the first recipe; error bars one standard deviation of the draws).
 """
 import argparse
+import itertools
 import json
+import math
 import os
 import random
 import statistics
@@ -38,6 +40,8 @@ def parse_recipe(text, kinds):
         kind, sep, count = part.partition("=")
         if not sep or not count.isdigit() or int(count) < 1:
             sys.exit(f"recipe_study: '{part}' in --recipe '{text}' is not KIND=COUNT (COUNT >= 1)")
+        if kind in recipe:
+            sys.exit(f"recipe_study: --recipe '{text}' names '{kind}' twice")
         if kind not in kinds:
             sys.exit(f"recipe_study: no run of kind '{kind}' in the pool (kinds: {', '.join(sorted(kinds))})")
         if int(count) > len(kinds[kind]):
@@ -45,6 +49,22 @@ def parse_recipe(text, kinds):
                      f"{len(kinds[kind])}")
         recipe[kind] = int(count)
     return recipe
+
+
+def draws_of(recipe, kinds, n, rng):
+    """n distinct member lists for `recipe` (seeds without replacement inside a kind), or every
+    possible one when the pool allows no more than n."""
+    possible = math.prod(math.comb(len(kinds[kind]), count) for kind, count in recipe.items())
+    if possible <= n:
+        per_kind = [itertools.combinations(sorted(kinds[kind]), count) for kind, count in recipe.items()]
+        return [[m for part in combo for m in part] for combo in itertools.product(*per_kind)]
+    seen, out = set(), []
+    while len(out) < n:
+        members = [m for kind, count in recipe.items() for m in sorted(rng.sample(kinds[kind], count))]
+        if tuple(members) not in seen:
+            seen.add(tuple(members))
+            out.append(members)
+    return out
 
 
 def mean_sd(values):
@@ -68,6 +88,8 @@ def main():
         sys.exit("recipe_study: --draws must be at least 1")
     if any(not 1 <= k <= 256 for k in args.k):
         sys.exit("recipe_study: every --k must be within 1..256 (the runtime's beam limit)")
+    if not os.access(args.tunecast, os.X_OK):
+        sys.exit(f"recipe_study: --tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
 
     by_name, kinds = {}, {}
     for run in args.runs:
@@ -78,6 +100,8 @@ def main():
         if not os.path.exists(metrics):
             sys.exit(f"recipe_study: {metrics} not found (a train.py run folder?)")
         m = json.load(open(metrics))
+        if "model" not in m:
+            sys.exit(f"recipe_study: {metrics} names no model kind (written by an older train.py?)")
         if m.get("solver") != args.solver:
             sys.exit(f"recipe_study: {run} is a {m.get('solver')} run, not {args.solver}")
         if (m.get("args", {}).get("fit_on") or "train") != "train":
@@ -90,19 +114,18 @@ def main():
 
     sc = Scorer(args, beams=args.k)
     ks = sc.beams
-    rng = random.Random(args.seed)
     result = {"solver": args.solver, "draws": args.draws, "seed": args.seed, "k": ks, "pool": kinds,
               "recipes": []}
     t0 = time.time()
     for text, recipe in recipes:
         entry = {"recipe": text, "draws": []}
-        seen = set()
-        for _ in range(args.draws):
-            for _attempt in range(100):  # distinct draws where the pool allows them
-                members = [n for kind, count in recipe.items() for n in sorted(rng.sample(kinds[kind], count))]
-                if tuple(members) not in seen:
-                    break
-            seen.add(tuple(members))
+        # One generator per recipe, seeded by --seed and the recipe's text: adding or reordering
+        # recipes leaves every other recipe's draws as they were.
+        draws = draws_of(recipe, kinds, args.draws, random.Random(f"{args.seed}:{text}"))
+        if len(draws) < args.draws:
+            print(f"[recipes] {text}: the pool allows {len(draws)} distinct draw(s), not {args.draws}: "
+                  "scoring them all", flush=True)
+        for members in draws:
             score, groups, size = score_members(sc, by_name, members)
             perfect = {str(k): statistics.mean(g["perfect"][str(k)] for g in groups.values()) for k in ks}
             entry["draws"].append({"members": members, "score": score, "perfect": perfect, "bytes": size,
@@ -111,12 +134,14 @@ def main():
         entry["score"] = mean_sd([d["score"] for d in entry["draws"]])
         entry["perfect"] = {str(k): mean_sd([d["perfect"][str(k)] for d in entry["draws"]]) for k in ks}
         entry["mb"] = statistics.mean(d["bytes"] for d in entry["draws"]) / 1e6
+        entry["n"] = len(entry["draws"])
         result["recipes"].append(entry)
 
-    print(f"\nval, mean over {args.draws} draw(s) (+- sd of one draw); perfect@k is the mean over the 4 groups")
-    print(f"{'recipe':36s} {'MB':>5s} {'p@1+p@10':>13s} " + " ".join(f"{'p@' + str(k):>12s}" for k in ks))
+    print("\nval, mean over draws (+- sd of one draw); perfect@k is the mean over the 4 groups")
+    print(f"{'recipe':36s} {'draws':>5s} {'MB':>5s} {'p@1+p@10':>13s} " +
+          " ".join(f"{'p@' + str(k):>12s}" for k in ks))
     for e in result["recipes"]:
-        print(f"{e['recipe']:36s} {e['mb']:5.2f} {e['score'][0]:7.2f}+-{e['score'][1]:4.2f} " +
+        print(f"{e['recipe']:36s} {e['n']:5d} {e['mb']:5.2f} {e['score'][0]:7.2f}+-{e['score'][1]:4.2f} " +
               " ".join(f"{e['perfect'][str(k)][0]:6.1f}+-{e['perfect'][str(k)][1]:4.1f}" for k in ks))
     out = os.path.join(args.work, "recipes.json")
     with open(out, "w") as fh:

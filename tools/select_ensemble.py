@@ -33,8 +33,16 @@ ROOT = os.path.dirname(HERE)
 def sh(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if r.returncode != 0:
-        sys.exit(f"select_ensemble: {' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
     return r.stdout
+
+
+def file_digest(path):
+    h = hashlib.sha1()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 class Scorer:
@@ -47,12 +55,22 @@ class Scorer:
         self.beams = sorted(set(beams) | {1, 10})
         self.cache_path = os.path.join(args.work, "cache.json")
         self.cache = json.load(open(self.cache_path)) if os.path.exists(self.cache_path) else {}
+        self.digests = {}
+
+    def key(self, by_name, members):
+        """Cache key of a member set: the run names and their model.tcir.json contents, so that a run
+        retrained under the same name (a smoke run, a re-run sweep) is scored again."""
+        for m in members:
+            if m not in self.digests:
+                self.digests[m] = file_digest(os.path.join(by_name[m], "model.tcir.json"))
+        names = sorted(members)
+        content = hashlib.sha1("".join(self.digests[m] for m in names).encode()).hexdigest()[:12]
+        return "+".join(names) + "#" + content
 
     def cached(self, key):
-        """The cache entry of `key` if it holds every k of self.beams (older entries hold 1 and 10)."""
+        """The cache entry of `key` if it holds every k of self.beams."""
         c = self.cache.get(key)
-        held = lambda g: g.get("perfect", {"1": 0, "10": 0})  # noqa: E731
-        if c and all(str(k) in held(g) for g in c["groups"].values() for k in self.beams):
+        if c and all(str(k) in g["perfect"] for g in c["groups"].values() for k in self.beams):
             return c
         return None
 
@@ -87,7 +105,7 @@ class Scorer:
 def score_members(sc, by_name, members):
     """Merges the runs named `members` (tools/ensemble.py, --combine prob) and scores them with `sc`;
     returns (criterion, per-group, tcir bytes). A single member is scored as it is."""
-    key = "+".join(sorted(members))
+    key = sc.key(by_name, members)
     if len(members) == 1:
         folder = by_name[members[0]]
     else:
@@ -135,7 +153,8 @@ def main():
         if fit_on != "train":  # train+val or all: the model learned the val problems
             print(f"[select] warning: {args.baseline} was refit on {fit_on}, so its val score below is "
                   "in-sample; compare with its train-only members instead (--start NAME ...)", flush=True)
-        s, g, b = sc.evaluate(args.baseline, "baseline:" + os.path.abspath(args.baseline))
+        s, g, b = sc.evaluate(args.baseline, "baseline:" + os.path.abspath(args.baseline) + "#" +
+                              file_digest(os.path.join(args.baseline, "model.tcir.json"))[:12])
         result["baseline"] = {"folder": args.baseline, "score": s, "groups": g, "bytes": b}
         print(f"[select] baseline {args.baseline}: {s:.2f}", flush=True)
     current = list(args.start)
