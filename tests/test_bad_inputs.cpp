@@ -378,6 +378,15 @@ TEST_CASE("bad problems: unknown, repeated, malformed and missing fields") {
   CHECK_ERROR(parse_problem("dir=Sideways", &p), StatusCode::kInvalidArgument,
               "problem field 'dir' does not take the value 'Sideways'");
   CHECK_ERROR(parse_problem("dir", &p), StatusCode::kInvalidArgument, "problem item 'dir' is not name=value");
+  CHECK_ERROR(parse_problem(" , ", &p), StatusCode::kInvalidArgument, "the problem is empty");
+  CHECK_ERROR(parse_problem("dir=F,c=0", &p), StatusCode::kInvalidArgument,
+              "problem field 'c' must be at least 1, got 0");
+  CHECK_ERROR(parse_problem("dir=F,stride_h=0", &p), StatusCode::kInvalidArgument,
+              "problem field 'stride_h' must be at least 1, got 0");
+  CHECK_ERROR(parse_problem("dir=F,spatial_dim=4", &p), StatusCode::kInvalidArgument,
+              "problem field 'spatial_dim' must be 2 or 3, got 4");
+  CHECK_ERROR(parse_problem("dir=F,spatial_dim=3,d=0", &p), StatusCode::kInvalidArgument,
+              "problem field 'd' must be at least 1, got 0");
 
   tunecast_test::CompiledModel c;
   tunecast_test::compile_model(tiny_with_rules(), &c);
@@ -832,4 +841,18 @@ TEST_CASE("CLI emit-cpp and embed create the output folder, and say when they ca
   write_text(dir.file("file"), "a file, not a folder\n");
   check_one_line_error(run_cli(dir, "embed " + dir.file("tiny.tcm") + " -o " + dir.file("file/sub") + " --name p"),
                        "cannot create");
+}
+
+TEST_CASE("problem defaults: depth stride and dilation follow MIOpen's keys (0 in 2-D, 1 in 3-D)") {
+  const Problem flat = problem_of(kTinyProblem);
+  CHECK(flat.get(ProblemField::kSpatialDim) == 2);
+  CHECK(flat.get(ProblemField::kStrideD) == 0);  // every 2-D row of MIOpen's perf DBs
+  CHECK(flat.get(ProblemField::kDilD) == 0);
+  CHECK(flat.get(ProblemField::kD) == 1);
+  CHECK(flat.get(ProblemField::kStrideH) == 1);
+  const Problem deep = problem_of("dir=F,dtype=FP32,n=1,c=4,k=8,d=4,h=7,w=7,z=3,y=3,x=3,spatial_dim=3");
+  CHECK(deep.get(ProblemField::kStrideD) == 1);
+  CHECK(deep.get(ProblemField::kDilD) == 1);
+  const Problem given = problem_of("dir=F,dtype=FP32,n=1,c=4,k=8,h=7,w=7,y=1,x=1,stride_d=1");
+  CHECK(given.get(ProblemField::kStrideD) == 1);  // what the user gives stays
 }

@@ -13,7 +13,7 @@ namespace {
 tunecast::Problem problem_with_batch(int n) {
   tunecast::Problem p;
   const std::string text = "dir=F,dtype=FP32,n=" + std::to_string(n) +
-                           ",c=64,k=128,h=28,w=28,y=1,x=1";
+                           ",c=64,k=128,h=28,w=28,y=1,x=1,stride_d=1,dil_d=1";  // the trainer's test descriptor
   REQUIRE(tunecast::parse_problem(text, &p).is_ok());
   return p;
 }

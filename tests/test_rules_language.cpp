@@ -38,7 +38,7 @@ bool eval_expr(const std::string& expr, const Problem& problem, int64_t* value) 
   return vm::evaluate(view_of(program), problem, nullptr, value);
 }
 
-// parse_problem takes no negative values; the semantics tests need them.
+// parse_problem takes no negative values and no zero sizes; the semantics tests need them.
 Problem with(Problem problem, ProblemField field, int64_t value) {
   problem.set(field, value);
   return problem;
@@ -61,7 +61,8 @@ std::string compile_error(const std::string& text, const std::vector<std::string
 
 TEST_CASE("rules: arithmetic follows C semantics on int64") {
   // Fields keep the compiler from folding, so the stack machine computes every value here.
-  const Problem p = with(make_problem("dir=F,dtype=FP32,n=7,c=2,k=3,h=0,w=64,y=1,x=1"), ProblemField::kK, -3);
+  const Problem p = with(with(make_problem("dir=F,dtype=FP32,n=7,c=2,k=3,h=1,w=64,y=1,x=1"), ProblemField::kK, -3),
+                         ProblemField::kH, 0);
   CHECK(eval_ok("n + c * k", p) == 1);
   CHECK(eval_ok("(n + c) * k", p) == -27);
   CHECK(eval_ok("k * n / c", p) == -10);  // -21 / 2 truncates toward zero
@@ -96,7 +97,7 @@ TEST_CASE("rules: arithmetic follows C semantics on int64") {
 }
 
 TEST_CASE("rules: folded constants agree with the stack machine") {
-  const Problem p = make_problem("dir=F,dtype=FP32,n=7,c=2,k=3,h=0,w=64,y=1,x=1");
+  const Problem p = with(make_problem("dir=F,dtype=FP32,n=7,c=2,k=3,h=1,w=64,y=1,x=1"), ProblemField::kH, 0);
   CHECK(eval_ok("-21 / 2", p) == -10);
   CHECK(eval_ok("-21 % 2", p) == -1);
   CHECK(eval_ok("ceil_div(-7, 2)", p) == -3);
@@ -108,8 +109,9 @@ TEST_CASE("rules: folded constants agree with the stack machine") {
 }
 
 TEST_CASE("rules: evaluation failures make the result invalid") {
-  const Problem p = with(make_problem("dir=F,dtype=FP32,n=7,c=0,k=1,h=4611686018427387904,w=64,y=1,x=1"),
-                         ProblemField::kK, -1);
+  const Problem p = with(with(make_problem("dir=F,dtype=FP32,n=7,c=1,k=1,h=4611686018427387904,w=64,y=1,x=1"),
+                              ProblemField::kK, -1),
+                         ProblemField::kC, 0);
   int64_t value = 0;
   CHECK_FALSE(eval_expr("n / c", p, &value));
   CHECK_FALSE(eval_expr("n % c", p, &value));

@@ -35,9 +35,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tunecast_train import ir  # noqa: E402
 
 
+def check_run(run):
+    """Exits with one line unless `run` is a folder holding model.tcir.json and model.tce."""
+    if not os.path.isdir(run):
+        sys.exit(f"ensemble: run folder {run} not found")
+    for f in ("model.tcir.json", "model.tce"):
+        if not os.path.isfile(os.path.join(run, f)):
+            sys.exit(f"ensemble: {os.path.join(run, f)} not found (a tools/train.py run folder?)")
+
+
 def load(run):
-    with open(os.path.join(run, "model.tcir.json")) as fh:
-        j = json.load(fh)
+    path = os.path.join(run, "model.tcir.json")
+    with open(path) as fh:
+        try:
+            j = json.load(fh)
+        except json.JSONDecodeError as e:
+            sys.exit(f"ensemble: {path} is not JSON ({e})")
     with open(os.path.join(run, "model.tce")) as fh:
         tce = fh.read().splitlines()
     return j, tce
@@ -265,6 +278,8 @@ def main():
     args = ap.parse_args()
     if not 0 <= args.search_width <= 256:
         ap.error("--search-width must be within 0..256")
+    for r in args.runs:
+        check_run(r)
     loaded = [load(r) for r in args.runs]
     loaded, mixed = share_input(args.runs, loaded)
     note = "mlp members read this diagonal input" if mixed else "identical encodings"

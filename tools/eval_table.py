@@ -5,6 +5,8 @@ label, measured on the independent holdout: other problems than our test split, 
 
 usage: eval_table.py EVAL.json [EVAL.json ...]
 Each file is one (model, perf DB, solver, precision) evaluation; rows are grouped by solver.
+A k the evaluation lacks (e.g. --beam 1,10) shows as "-" and is left out of the comparisons; a row
+whose model learned from the evaluated split (the JSON's in_sample_splits) is marked "(in-sample)".
 """
 import json
 import os
@@ -46,38 +48,78 @@ HOLDOUT_BAR = {
 
 
 def lost_at(ours, other):
-    """'yes' when ours is above other at every k, else where it is not."""
-    lost = [k for k, o, b in zip(KS, ours, other) if o <= b]
-    return "yes" if not lost else "no (not at k=" + ",".join(lost) + ")"
+    """'yes' when ours is above other at every k both have, else where it is not; 'n/a' when they
+    share no k. Notes the k compared when some of KS are missing."""
+    shared = [(k, o, b) for k, o, b in zip(KS, ours, other) if o is not None and b is not None]
+    if not shared:
+        return "n/a"
+    lost = [k for k, o, b in shared if o <= b]
+    verdict = "yes" if not lost else "no (not at k=" + ",".join(lost) + ")"
+    if len(shared) < len(KS):
+        verdict += " (only k=" + ",".join(k for k, _, _ in shared) + ")"
+    return verdict
 
 
 def fmt(values):
-    return "/".join(f"{v:.1f}" for v in values)
+    return "/".join("-" if v is None else f"{v:.1f}" for v in values)
+
+
+def load(path):
+    """One `tunecast eval --json` result, or a one-line exit naming the file."""
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except OSError as e:
+        sys.exit(f"eval_table: cannot read {path}: {e.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        sys.exit(f"eval_table: {path} is not JSON ({e})")
+    missing = [key for key in ("solver", "perfdb", "precisions", "n", "perfect", "average", "invalid_rate")
+               if not isinstance(r, dict) or key not in r]
+    if missing:
+        sys.exit(f"eval_table: {path} is not a `tunecast eval --json` result (no {', '.join(missing)})")
+    return r
+
+
+def in_sample_mark(r):
+    """' (in-sample)' when the model learned from the evaluated split (its in_sample_splits), a
+    partial mark when the split is 'all' and the model learned from only some of it, else ''."""
+    splits = r.get("in_sample_splits") or []
+    if not splits:
+        return ""
+    if r.get("split", "all") != "all" or set(splits) >= {"train", "val", "test"}:
+        return " (in-sample)"
+    return " (partly in-sample: " + ",".join(splits) + ")"
 
 
 def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(sys.argv) > 1 else 2
+    results = [load(path) for path in sys.argv[1:]]
     print("| kernel | arch | prec | n | tunecast p@1/10/30/50/100 | avg@1 | most frequent | nearest "
           "| paper p@10/30/50/100 | invalid | beats best baseline at every k "
           "| issue 7 holdout bar | beats it at every k |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for path in sys.argv[1:]:
-        with open(path) as f:
-            r = json.load(f)
+    marked = False
+    for r in results:
         solver, arch, prec = r["solver"], os.path.basename(r["perfdb"]).split("_")[0], ",".join(r["precisions"])
-        ours = [r["perfect"][k] for k in KS]
+        ours = [r["perfect"].get(k) for k in KS]
+        avg1 = f"{r['average']['1']:.1f}" if "1" in r["average"] else "-"
+        mark = in_sample_mark(r)
+        marked = marked or bool(mark)
         base = r.get("baselines", {})
-        freq = [base["most_frequent"]["perfect"][k] for k in KS] if base else None
-        near = [base["nearest"]["perfect"][k] for k in KS] if base else None
-        best = [max(a, b) for a, b in zip(freq, near)] if base else None
+        freq = [base["most_frequent"]["perfect"].get(k) for k in KS] if base else None
+        near = [base["nearest"]["perfect"].get(k) for k in KS] if base else None
+        best = [None if a is None or b is None else max(a, b) for a, b in zip(freq, near)] if base else None
         paper = PAPER.get((solver, prec))
         bar = HOLDOUT_BAR.get((solver, arch, prec))
-        print(f"| {solver} | {arch} | {prec} | {r['n']} | {fmt(ours)} | {r['average']['1']:.1f} "
+        print(f"| {solver} | {arch} | {prec} | {r['n']} | {fmt(ours)}{mark} | {avg1} "
               f"| {fmt(freq) if freq else '-'} | {fmt(near) if near else '-'} "
               f"| {fmt(paper) if paper else '-'} | {r['invalid_rate']:.4f} | {lost_at(ours, best) if best else '-'} "
               f"| {fmt(bar) if bar else '-'} | {lost_at(ours, bar) if bar else '-'} |")
+    if marked:
+        print("\nin-sample: the model learned from the evaluated problems (all of them, or those of the named "
+              "splits; the eval JSON's in_sample_splits), so a marked row is not a held-out result.")
     return 0
 
 

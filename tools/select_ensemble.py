@@ -119,6 +119,33 @@ def score_members(sc, by_name, members):
     return s, g, b
 
 
+def check_model_folder(folder, what, hint):
+    """Exits with one line unless `folder` holds model.tcir.json and model.tce."""
+    if not os.path.isdir(folder):
+        sys.exit(f"select_ensemble: {what} {folder} not found")
+    for f in ("model.tcir.json", "model.tce"):
+        if not os.path.isfile(os.path.join(folder, f)):
+            sys.exit(f"select_ensemble: {os.path.join(folder, f)} not found ({hint})")
+
+
+def check_args(args):
+    """Every input checked before the work folder is created, so a bad call leaves nothing behind."""
+    rules = os.path.join(ROOT, "weights", "rules", f"{args.solver}.tcr")
+    if not os.path.isfile(rules):
+        kernels = sorted(f[:-4] for f in os.listdir(os.path.dirname(rules)) if f.endswith(".tcr"))
+        sys.exit(f"select_ensemble: --solver {args.solver}: no {os.path.relpath(rules, ROOT)} "
+                 f"(kernels: {', '.join(kernels)})")
+    if not os.access(args.tunecast, os.X_OK) or os.path.isdir(args.tunecast):
+        sys.exit(f"select_ensemble: --tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
+    for db in sorted({db for db, _ in GROUPS}):
+        if not os.path.isfile(os.path.join(args.perfdb_dir, f"{db}.db")):
+            sys.exit(f"select_ensemble: {os.path.join(args.perfdb_dir, db + '.db')} not found (--perfdb-dir)")
+    for run in args.runs:
+        check_model_folder(run, "run folder", "a tools/train.py run folder?")
+    if args.baseline:
+        check_model_folder(args.baseline, "--baseline folder", "a weights/<kernel> folder?")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--solver", required=True)
@@ -131,11 +158,15 @@ def main():
     ap.add_argument("--baseline", help="a weights/<K> folder to score the same way")
     ap.add_argument("--start", nargs="*", default=[], help="run names the greedy search starts from")
     args = ap.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    sc = Scorer(args)
+    check_args(args)
     names = [os.path.basename(os.path.normpath(r)) for r in args.runs]
     if len(set(names)) != len(names):
         sys.exit("select_ensemble: run folder names must be unique")
+    unknown = [n for n in args.start if n not in names]
+    if unknown:
+        sys.exit(f"select_ensemble: --start {' '.join(unknown)}: not among the --runs folder names")
+    os.makedirs(args.work, exist_ok=True)
+    sc = Scorer(args)
     by_name = dict(zip(names, args.runs))
     member_bytes = {n: os.path.getsize(os.path.join(r, "model.tcir.json")) for n, r in by_name.items()}
     result = {"solver": args.solver, "criterion": "mean over 4 groups of val perfect@1 + perfect@10 (runtime)",

@@ -77,6 +77,11 @@ def parse():
                          "runtime to reproduce PyTorch's outputs (model.vectors.json) within 1e-4")
     ap.add_argument("--out", required=True, help="output folder")
     args = ap.parse_args()
+    if not os.path.exists(args.data):
+        sys.exit(f"train: --data {args.data} not found (a perf DB folder, or tools/dataset.py's CSV folder or file)")
+    if os.path.isdir(args.data) and not any(f.endswith(".db") for f in os.listdir(args.data)) \
+            and not os.path.isfile(os.path.join(args.data, f"{args.solver}.csv")):
+        sys.exit(f"train: --data {args.data} holds neither perf DBs (*.db) nor {args.solver}.csv")
     if args.stop_epoch and args.fit_on == "train":
         ap.error("--stop-epoch goes with --fit-on train+val or all (on train, val picks the checkpoint)")
     if args.tunecast and not os.access(args.tunecast, os.X_OK):

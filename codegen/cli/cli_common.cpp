@@ -1,6 +1,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 
 #include "cli.h"
@@ -100,8 +101,22 @@ void predict_in_parallel(const Model& model, int max_beam, size_t count, int thr
     }
   };
   const auto start = std::chrono::steady_clock::now();
+  // No more threads than problems; and if the system refuses a thread, go on with those it gave.
+  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, threads)), std::max<size_t>(count, 1)));
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (int t = 0; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      std::fprintf(stderr, "%s: note: started %zu of %d threads (%s)\n", label, pool.size(), threads, e.what());
+      threads = static_cast<int>(pool.size());
+      break;
+    }
+  }
+  if (pool.empty()) {  // not even one: predict on this thread
+    threads = 1;
+    worker();
+  }
   auto last = start;
   while (done < count) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

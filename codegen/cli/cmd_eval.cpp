@@ -1,7 +1,9 @@
 // eval: the paper's metrics, computed by the real runtime (constrained beam search) over every
 // problem of a solver in a perf DB, next to the trivial baselines.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -26,9 +28,12 @@ Status parse_list(const std::string& text, const char* what, std::vector<std::st
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ',')) {
-    if (!item.empty()) out->push_back(item);
+    if (item.empty()) return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
+    out->push_back(item);
   }
-  if (out->empty()) return Status::error(StatusCode::kInvalidArgument, "%s is empty", what);
+  if (out->empty() || text.back() == ',') {
+    return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
+  }
   return Status::ok();
 }
 
@@ -143,10 +148,13 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"cut_short\", \"invalid_rate\",\n"
         "\"baselines\", \"search_width\", ...}.\n"
         "--candidates FILE.jsonl writes one JSON object per evaluated problem, in DB config order:\n"
-        "{\"config_id\", \"problem\" (the DB's descriptor), \"split\", \"tuned\", \"rank\" (1-based place of\n"
+        "{\"config_id\", \"problem\" (the DB's descriptor), \"problem_args\" (the same for tunecast predict\n"
+        "--problem), \"split\", \"tuned\", \"rank\" (1-based place of\n"
         "the tuned vector among the candidates, 0 if absent), \"candidates\": [{\"values\", \"score\"}]}\n"
         "with the candidates of the last --beam width, best first: where a model fails, problem\n"
-        "by problem.\n");
+        "by problem.\n"
+        "--limit N evaluates only the first N problems in DB config order (default 0: all).\n"
+        "--threads N predicts on N threads (default: every core; never more than problems).\n");
     return 0;
   }
   if (!status) return usage_error("eval", status.message());
@@ -161,7 +169,8 @@ int cmd_eval(const std::vector<std::string>& argv) {
   for (const std::string& t : beam_texts) {
     char* end = nullptr;
     const long k = std::strtol(t.c_str(), &end, 10);
-    if (*end != '\0' || k < 1 || k > kMaxBeamWidth) {
+    if (end == t.c_str() || *end != '\0') return usage_error("eval", "beam width '" + t + "' is not a number");
+    if (k < 1 || k > kMaxBeamWidth) {
       return usage_error("eval", "beam width '" + t + "' is outside 1.." + std::to_string(kMaxBeamWidth));
     }
     ks.push_back(static_cast<int>(k));
@@ -188,7 +197,24 @@ int cmd_eval(const std::vector<std::string>& argv) {
   if (status) status = args.get_int("limit", 0, &limit);
   if (status) status = args.get_int("threads", threads, &threads);
   if (!status) return usage_error("eval", status.message());
-  threads = std::max(1, threads);
+  if (limit < 0) return usage_error("eval", "--limit must be 0 (every problem) or more");
+  if (threads < 1) return usage_error("eval", "--threads must be at least 1");
+  // Output files are checked before the work, so that a long evaluation is not lost to a typo.
+  for (const char* option : {"plot", "candidates"}) {
+    if (args.has(option)) {
+      status = codegen::check_output_path(args.get(option));
+      if (!status) return fail(status);
+    }
+  }
+  for (const char* option : {"perfdb", "train-perfdb"}) {
+    if (!args.has(option)) continue;
+    if (FILE* f = std::fopen(args.get(option).c_str(), "rb")) {
+      std::fclose(f);
+    } else {
+      return fail(Status::error(StatusCode::kNotFound, "cannot open perf DB '%s': %s", args.get(option).c_str(),
+                                std::strerror(errno)));
+    }
+  }
 
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
@@ -257,8 +283,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
     if (limit > 0 && static_cast<int>(evaluated.size()) >= limit) break;
   }
   if (evaluated.empty()) {
-    return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions",
-                              split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str()));
+    const char* model_solver = model.metadata("solver");
+    return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions%s%s%s",
+                              split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str(),
+                              model_solver ? " (the model predicts " : "", model_solver ? model_solver : "",
+                              model_solver ? ")" : ""));
   }
 
   // Runtime predictions, problems spread over threads. Each k takes the first k candidates of a
@@ -317,9 +346,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
     for (size_t i = 0; i < evaluated.size(); ++i) {
       const std::vector<ParamVector>& cands = results[i].candidates.back();
       const auto hit = std::find(cands.begin(), cands.end(), evaluated[i].params);
+      char problem_args[512];  // the --problem form, to replay a problem with `tunecast predict`
+      format_problem(evaluated[i].problem, problem_args, sizeof problem_args);
       nlohmann::json line = {
           {"config_id", evaluated[i].config_id},
           {"problem", perf_db_descriptor(evaluated[i].problem)},
+          {"problem_args", problem_args},
           {"split", codegen::split_name(codegen::split_of(evaluated[i].problem, seed))},
           {"tuned", evaluated[i].params},
           {"rank", hit == cands.end() ? 0 : hit - cands.begin() + 1},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "tunecast/codegen/cpp_emitter.h"
 #include "tunecast/predict.h"
 
 namespace tunecast::cli {
@@ -25,6 +26,7 @@ struct Row {
   int line = 0;
   Status status;     // of the prediction
   Candidate best;
+  uint32_t out_of_range_fields = 0;  // PredictInfo's: fields outside the training ranges
 };
 
 Status read_problems(const std::string& path, std::vector<Row>* rows) {
@@ -66,7 +68,31 @@ void predict_all(const Model& model, const PredictOptions& options, int threads,
                                              buffers.scratch.size(), buffers.out.data(),
                                              options.beam_width, &info);
                         if (row.status) row.best = buffers.out[0];
+                        row.out_of_range_fields = info.out_of_range_fields;
                       });
+}
+
+// One warning for the problems whose fields lie outside the ranges the model was trained on
+// (predictions there are extrapolations), naming the first few.
+void warn_out_of_range(const std::string& path, const std::vector<Row>& rows) {
+  size_t count = 0;
+  std::string examples;
+  for (const Row& row : rows) {
+    if (row.out_of_range_fields == 0) continue;
+    if (++count > 3) continue;
+    std::string fields;
+    for (int f = 0; f < kProblemFieldCount; ++f) {
+      if ((row.out_of_range_fields >> f) & 1u) {
+        fields += (fields.empty() ? "" : ",") + std::string(problem_field_name(static_cast<ProblemField>(f)));
+      }
+    }
+    examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " " + fields;
+  }
+  if (count == 0) return;
+  std::fprintf(stderr,
+               "tunecast: warning: %zu of %zu problems have fields outside the range seen in training "
+               "(%s%s); their predictions are extrapolations\n",
+               count, rows.size(), examples.c_str(), count > 3 ? "; ..." : "");
 }
 
 std::string values_text(const Candidate& c) {
@@ -273,6 +299,12 @@ int cmd_table(const std::vector<std::string>& argv) {
   if (format != "cpp" && format != "perfdb" && format != "text") {
     return usage_error("table", "--format must be cpp, perfdb or text");
   }
+  const std::string name_space = args.get("namespace", "tunecast_table");
+  if (!codegen::is_cpp_namespace(name_space)) {
+    return usage_error("table", "--namespace '" + name_space + "' is not a C++ namespace name (a::b)");
+  }
+  status = codegen::check_output_path(args.get("output"));  // before the work, not after it
+  if (!status) return fail(status);
 
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
@@ -304,13 +336,13 @@ int cmd_table(const std::vector<std::string>& argv) {
   if (!status) return fail(status);
   threads = std::min<int>(threads, static_cast<int>(rows.size()));
   predict_all(model, options, threads, &rows);
+  warn_out_of_range(args.get("problems"), rows);
 
   size_t found = 0;
   for (const Row& row : rows) found += row.status.is_ok();
   std::string contents;
   if (format == "cpp") {
-    contents = cpp_table(model, args.positional()[0], options.beam_width,
-                         args.get("namespace", "tunecast_table"), rows);
+    contents = cpp_table(model, args.positional()[0], options.beam_width, name_space, rows);
   } else if (format == "text") {
     contents = text_table(model, rows);
   } else {

@@ -33,7 +33,8 @@ const Command kCommands[] = {
 void print_help() {
   std::printf(
       "tunecast: compile and run kernel tuning-parameter predictors\n\n"
-      "usage: tunecast COMMAND [options]   (tunecast COMMAND --help for details)\n\ncommands:\n");
+      "usage: tunecast COMMAND [options]   (tunecast COMMAND --help for details; tunecast --version)\n\n"
+      "commands:\n");
   for (const Command& c : kCommands) std::printf("  %-14s %s\n", c.name, c.summary);
 }
 
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
       std::strcmp(argv[1], "help") == 0) {
     print_help();
     return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("tunecast %s\n", TUNECAST_VERSION);
+    return 0;
   }
   const std::vector<std::string> args(argv + 2, argv + argc);
   for (const Command& c : kCommands) {

@@ -490,17 +490,6 @@ struct GraphNames {
   size_t temp_floats = 0;
 };
 
-bool valid_namespace(const std::string& name_space) {
-  size_t start = 0;
-  while (true) {
-    const size_t end = name_space.find("::", start);
-    if (!is_identifier(name_space.substr(start, end == std::string::npos ? std::string::npos : end - start))) {
-      return false;
-    }
-    if (end == std::string::npos) return true;
-    start = end + 2;
-  }
-}
 
 class Emitter {
  public:
@@ -536,7 +525,7 @@ class Emitter {
       return Status::error(StatusCode::kInvalidArgument,
                            "--name '%s' is not a C++ identifier", options_.name.c_str());
     }
-    if (!valid_namespace(options_.name_space)) {
+    if (!is_cpp_namespace(options_.name_space)) {
       return Status::error(StatusCode::kInvalidArgument,
                            "--namespace '%s' is not a C++ namespace name", options_.name_space.c_str());
     }
@@ -1370,6 +1359,18 @@ class Emitter {
 
 }  // namespace
 
+bool is_cpp_namespace(const std::string& name_space) {
+  size_t start = 0;
+  while (true) {
+    const size_t end = name_space.find("::", start);
+    if (!is_identifier(name_space.substr(start, end == std::string::npos ? std::string::npos : end - start))) {
+      return false;
+    }
+    if (end == std::string::npos) return true;
+    start = end + 2;
+  }
+}
+
 Status decompile_program(const int32_t* code, uint32_t code_size, const int64_t* constants,
                          uint32_t constant_count, const std::string* param_names,
                          std::string* expression, uint32_t* fields_read, uint32_t* params_read) {
@@ -1385,7 +1386,7 @@ Status decompile_program(const int32_t* code, uint32_t code_size, const int64_t*
 Status emit_embedded_blob(const void* blob, size_t size, const std::string& name_space,
                           const std::string& name, const std::string& source_name,
                           std::string* header, std::string* source) {
-  if (!is_identifier(name) || !valid_namespace(name_space)) {
+  if (!is_identifier(name) || !is_cpp_namespace(name_space)) {
     return Status::error(StatusCode::kInvalidArgument,
                          "'%s' / '%s' are not a C++ namespace and identifier", name_space.c_str(),
                          name.c_str());

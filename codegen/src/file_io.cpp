@@ -46,6 +46,23 @@ Status write_file_atomic(const std::string& path, std::string_view contents) {
   return Status::ok();
 }
 
+Status check_output_path(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  struct stat st;
+  if (path.empty() || path.back() == '/') {
+    return Status::error(StatusCode::kInvalidArgument, "cannot write '%s': not a file name", path.c_str());
+  }
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::error(StatusCode::kIoError, "cannot write '%s': no folder '%s'", path.c_str(), folder.c_str());
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    return Status::error(StatusCode::kIoError, "cannot write '%s': folder '%s' is not writable", path.c_str(),
+                         folder.c_str());
+  }
+  return Status::ok();
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }

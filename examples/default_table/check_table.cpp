@@ -43,7 +43,7 @@ int main() {
     for (int p = 0; same && p < table[i].length; ++p) same = table[i].values[p] == best[0].values[p];
     std::printf("%-60s %s", example::kProblems[i], same ? "ok  " : "DIFF");
     for (int p = 0; p < table[i].length; ++p) std::printf(" %lld", table[i].values[p]);
-    std::printf("%s\n", table[i].status ? " (no valid candidate)" : "");
+    std::printf("%s\n", table[i].status ? " (no prediction)" : "");
     mismatches += !same;
   }
   dlclose(library);

@@ -9,7 +9,7 @@ constexpr const char* kProblems[] = {
     "dir=B,dtype=FP32,n=8,c=512,k=128,h=7,w=7,y=1,x=1",
     "dir=B,dtype=FP16,n=64,c=128,k=64,h=56,w=56,y=1,x=1,u=2,v=2",
     "dir=F,dtype=FP32,n=1,c=3,k=32,h=112,w=112,y=1,x=1",
-    "dir=F,dtype=FP32,n=16,c=64,k=64,h=28,w=28,y=1,x=1,u=0,v=0",  // no valid candidate
+    "dir=F,dtype=FP32,n=16,c=64,k=64,h=28,w=28,y=1,x=1,u=0,v=0",  // stride 0: refused, no entry
 };
 constexpr int kProblemCount = sizeof kProblems / sizeof kProblems[0];
 constexpr int kBeam = 4;

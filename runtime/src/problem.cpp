@@ -1,5 +1,6 @@
 #include "tunecast/problem.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -114,15 +115,20 @@ void apply_problem_defaults(Problem* problem) {
     int64_t value;
   };
   static constexpr Default kDefaults[] = {
-      {ProblemField::kLayout, kNchw}, {ProblemField::kD, 1},        {ProblemField::kZ, 1},
-      {ProblemField::kPadH, 0},       {ProblemField::kPadW, 0},     {ProblemField::kPadD, 0},
-      {ProblemField::kStrideH, 1},    {ProblemField::kStrideW, 1},  {ProblemField::kStrideD, 1},
-      {ProblemField::kDilH, 1},       {ProblemField::kDilW, 1},     {ProblemField::kDilD, 1},
-      {ProblemField::kG, 1},          {ProblemField::kBias, 0},     {ProblemField::kSpatialDim, 2},
+      {ProblemField::kSpatialDim, 2}, {ProblemField::kLayout, kNchw}, {ProblemField::kD, 1},
+      {ProblemField::kZ, 1},          {ProblemField::kPadH, 0},       {ProblemField::kPadW, 0},
+      {ProblemField::kPadD, 0},       {ProblemField::kStrideH, 1},    {ProblemField::kStrideW, 1},
+      {ProblemField::kDilH, 1},       {ProblemField::kDilW, 1},       {ProblemField::kG, 1},
+      {ProblemField::kBias, 0},
   };
   for (const Default& d : kDefaults) {
     if (!problem->has(d.field)) problem->set(d.field, d.value);
   }
+  // MIOpen keys a 2-D problem with depth stride and dilation 0 (every 2-D row of its perf DBs), so
+  // a problem typed without them matches the DB's rows and `table --format perfdb` writes its keys.
+  const int64_t depth_default = problem->get(ProblemField::kSpatialDim) == 3 ? 1 : 0;
+  if (!problem->has(ProblemField::kStrideD)) problem->set(ProblemField::kStrideD, depth_default);
+  if (!problem->has(ProblemField::kDilD)) problem->set(ProblemField::kDilD, depth_default);
 }
 
 Status parse_problem(std::string_view text, Problem* problem) {
@@ -157,10 +163,17 @@ Status parse_problem(std::string_view text, Problem* problem) {
     int64_t value = 0;
     if (is_symbolic(field)) {
       if (!find_problem_symbol(field, value_text, &value)) {
+        char accepted[96] = "";  // the field's values, "F B W"
+        size_t used = 0;
+        for (const Symbol& symbol : kSymbols) {
+          if (symbol.field != field) continue;
+          const int n = std::snprintf(accepted + used, sizeof accepted - used, "%s%s", used ? " " : "", symbol.name);
+          if (n > 0) used = std::min(sizeof accepted - 1, used + static_cast<size_t>(n));
+        }
         return Status::error(StatusCode::kInvalidArgument,
-                             "problem field '%s' does not take the value '%.*s'",
+                             "problem field '%s' does not take the value '%.*s' (accepted: %s)",
                              problem_field_name(field), static_cast<int>(value_text.size()),
-                             value_text.data());
+                             value_text.data(), accepted);
       }
     } else {
       char buffer[32];
@@ -187,7 +200,29 @@ Status parse_problem(std::string_view text, Problem* problem) {
     }
     problem->set(field, value);
   }
+  if (problem->present == 0) return Status::error(StatusCode::kInvalidArgument, "the problem is empty");
   apply_problem_defaults(problem);
+  const int64_t spatial_dim = problem->get(ProblemField::kSpatialDim);
+  if (spatial_dim != 2 && spatial_dim != 3) {
+    return Status::error(StatusCode::kInvalidArgument, "problem field 'spatial_dim' must be 2 or 3, got %lld",
+                         static_cast<long long>(spatial_dim));
+  }
+  // Sizes, strides, dilations and groups of 0 describe no convolution (the depth ones only in 3-D,
+  // where they are not MIOpen's 0 placeholders).
+  static constexpr ProblemField kPositive[] = {
+      ProblemField::kN,       ProblemField::kC,       ProblemField::kK,    ProblemField::kH,
+      ProblemField::kW,       ProblemField::kY,       ProblemField::kX,    ProblemField::kStrideH,
+      ProblemField::kStrideW, ProblemField::kDilH,    ProblemField::kDilW, ProblemField::kG,
+      ProblemField::kD,       ProblemField::kZ,       ProblemField::kStrideD, ProblemField::kDilD};
+  for (ProblemField field : kPositive) {
+    const bool depth = field == ProblemField::kD || field == ProblemField::kZ ||
+                       field == ProblemField::kStrideD || field == ProblemField::kDilD;
+    if (depth && spatial_dim != 3) continue;
+    if (problem->has(field) && problem->get(field) < 1) {
+      return Status::error(StatusCode::kInvalidArgument, "problem field '%s' must be at least 1, got %lld",
+                           problem_field_name(field), static_cast<long long>(problem->get(field)));
+    }
+  }
   return Status::ok();
 }
 

@@ -54,14 +54,28 @@ std::vector<Problem> problems() {
     }
   }
   for (const char* edge : {
-           "dir=F,dtype=FP32,n=16,c=64,k=64,h=28,w=28,y=1,x=1,u=0,v=0",
-           "dir=B,dtype=FP16,n=16,c=64,k=64,h=28,w=28,y=1,x=1,u=0,v=1",
            "dir=F,dtype=FP32,n=4611686018427387904,c=64,k=64,h=28,w=28,y=1,x=1",
            "dir=B,dtype=FP32,n=8,c=64,k=64,h=4294967296,w=4294967296,y=1,x=1,u=2,v=2",
-           "dir=F,dtype=FP16,n=0,c=0,k=0,h=0,w=0,y=1,x=1",
            "dir=B,dtype=FP16,n=9223372036854775807,c=9223372036854775807,k=64,h=28,w=28,y=1,x=1",
        }) {
     out.push_back(make_problem(edge));
+  }
+  // Zero strides and sizes: parse_problem refuses them, a C++ caller can still set them, and both
+  // predictors must fail (or not) alike.
+  using tunecast::ProblemField;
+  const struct {
+    const char* text;
+    std::vector<ProblemField> zeroed;
+  } kZeroed[] = {
+      {"dir=F,dtype=FP32,n=16,c=64,k=64,h=28,w=28,y=1,x=1", {ProblemField::kStrideH, ProblemField::kStrideW}},
+      {"dir=B,dtype=FP16,n=16,c=64,k=64,h=28,w=28,y=1,x=1", {ProblemField::kStrideH}},
+      {"dir=F,dtype=FP16,n=1,c=1,k=1,h=1,w=1,y=1,x=1",
+       {ProblemField::kN, ProblemField::kC, ProblemField::kK, ProblemField::kH, ProblemField::kW}},
+  };
+  for (const auto& edge : kZeroed) {
+    Problem p = make_problem(edge.text);
+    for (ProblemField field : edge.zeroed) p.set(field, 0);
+    out.push_back(p);
   }
   return out;
 }

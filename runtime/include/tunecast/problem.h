@@ -73,14 +73,16 @@ bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* v
 // Name of a symbolic value for printing, or nullptr when the field is numeric.
 const char* problem_symbol_name(ProblemField field, int64_t value);
 
-// Fills the conventional defaults of fields not set yet: layout NCHW, depth 1, pads 0, strides 1,
-// dilations 1, group 1, bias 0, spatial_dim 2. Fields with no safe default (dir, dtype, n, c, k,
-// h, w, y, x) stay unset.
+// Fills the conventional defaults of fields not set yet: spatial_dim 2, layout NCHW, depth 1, pads
+// 0, strides 1, dilations 1, group 1, bias 0; the depth stride and dilation are 1 in 3-D and 0 in
+// 2-D, as MIOpen keys 2-D problems. Fields with no safe default (dir, dtype, n, c, k, h, w, y, x)
+// stay unset.
 void apply_problem_defaults(Problem* problem);
 
 // Parses "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1" (spaces allowed, ',' or ';' or
-// whitespace as separators). Unknown names, bad numbers and repeated fields are errors.
-// Defaults are applied afterwards.
+// whitespace as separators). Unknown names, bad numbers, repeated fields, an empty text, sizes,
+// strides, dilations or groups below 1 and a spatial_dim other than 2 or 3 are errors. Defaults
+// are applied afterwards.
 Status parse_problem(std::string_view text, Problem* problem);
 
 // Writes "dir=F,dtype=FP32,..." for every present field. Returns the length (snprintf semantics).

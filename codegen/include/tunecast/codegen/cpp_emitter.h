@@ -28,6 +28,9 @@ struct CppSources {
   std::string source;  // NAME.cpp (includes "NAME.h")
 };
 
+// Whether `name_space` is a C++ namespace name, possibly nested ("miopen::ktn").
+bool is_cpp_namespace(const std::string& name_space);
+
 // Emits a predictor for a loaded sequence-to-sequence model. Fails with kUnsupported for a model
 // the generator cannot express (feed-forward models, bytecode shapes the rules compiler never
 // produces) and kInvalidArgument for bad names.

@@ -13,6 +13,9 @@ namespace tunecast::codegen {
 
 Status read_file(const std::string& path, std::string* contents);
 Status write_file_atomic(const std::string& path, std::string_view contents);
+// Whether `path` could be written by write_file_atomic (its folder exists and is writable), so
+// that a command can refuse a typo before a long run rather than after it.
+Status check_output_path(const std::string& path);
 inline Status write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
   return write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
