@@ -35,13 +35,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tunecast_train import ir  # noqa: E402
 
 
-def check_run(run):
-    """Exits with one line unless `run` is a folder holding model.tcir.json and model.tce."""
-    if not os.path.isdir(run):
-        sys.exit(f"ensemble: run folder {run} not found")
+def check_model_folder(folder, what="run folder", hint="a tools/train.py run folder?"):
+    """Exits with one line (named after the running tool) unless `folder` holds model.tcir.json and
+    model.tce."""
+    tool = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    if not os.path.isdir(folder):
+        sys.exit(f"{tool}: {what} {folder} not found")
     for f in ("model.tcir.json", "model.tce"):
-        if not os.path.isfile(os.path.join(run, f)):
-            sys.exit(f"ensemble: {os.path.join(run, f)} not found (a tools/train.py run folder?)")
+        if not os.path.isfile(os.path.join(folder, f)):
+            sys.exit(f"{tool}: {os.path.join(folder, f)} not found ({hint})")
 
 
 def load(run):
@@ -279,7 +281,7 @@ def main():
     if not 0 <= args.search_width <= 256:
         ap.error("--search-width must be within 0..256")
     for r in args.runs:
-        check_run(r)
+        check_model_folder(r)
     loaded = [load(r) for r in args.runs]
     loaded, mixed = share_input(args.runs, loaded)
     note = "mlp members read this diagonal input" if mixed else "identical encodings"

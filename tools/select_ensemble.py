@@ -28,6 +28,8 @@ import time
 GROUPS = [("gfx900_56", "FP32"), ("gfx900_56", "FP16"), ("gfx906_60", "FP32"), ("gfx906_60", "FP16")]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from ensemble import check_model_folder  # noqa: E402
 
 
 def sh(cmd, **kw):
@@ -117,15 +119,6 @@ def score_members(sc, by_name, members):
     if len(members) > 1 and os.path.isdir(folder):  # rebuilt on demand; keep the disk small
         shutil.rmtree(folder)
     return s, g, b
-
-
-def check_model_folder(folder, what, hint):
-    """Exits with one line unless `folder` holds model.tcir.json and model.tce."""
-    if not os.path.isdir(folder):
-        sys.exit(f"select_ensemble: {what} {folder} not found")
-    for f in ("model.tcir.json", "model.tce"):
-        if not os.path.isfile(os.path.join(folder, f)):
-            sys.exit(f"select_ensemble: {os.path.join(folder, f)} not found ({hint})")
 
 
 def check_args(args):
