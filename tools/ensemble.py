@@ -35,13 +35,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tunecast_train import ir  # noqa: E402
 
 
-def check_model_folder(folder, what="run folder", hint="a tools/train.py run folder?"):
-    """Exits with one line (named after the running tool) unless `folder` holds model.tcir.json and
-    model.tce."""
+def check_model_folder(folder, what="run folder", hint="a tools/train.py run folder?",
+                       files=("model.tcir.json", "model.tce")):
+    """Exits with one line (named after the running tool) unless `folder` holds every one of
+    `files`."""
     tool = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     if not os.path.isdir(folder):
         sys.exit(f"{tool}: {what} {folder} not found")
-    for f in ("model.tcir.json", "model.tce"):
+    for f in files:
         if not os.path.isfile(os.path.join(folder, f)):
             sys.exit(f"{tool}: {os.path.join(folder, f)} not found ({hint})")
 

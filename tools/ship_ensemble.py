@@ -18,6 +18,10 @@ import glob
 import json
 import os
 import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ensemble import check_model_folder  # noqa: E402
 
 KS = ["1", "10", "30", "50", "100"]
 # What each member kind is (tools/tunecast_train/models.py), for the card.
@@ -66,15 +70,6 @@ def check_twins(members, twins):
             raise SystemExit(f"ship_ensemble: {m['name']} and its twin {t['name']} differ in " + ", ".join(diff))
 
 
-def require(folder, files, what, hint):
-    """Exits with one line unless `folder` is a folder holding every one of `files`."""
-    if not os.path.isdir(folder):
-        raise SystemExit(f"ship_ensemble: {what} {folder} not found")
-    for f in files:
-        if not os.path.isfile(os.path.join(folder, f)):
-            raise SystemExit(f"ship_ensemble: {os.path.join(folder, f)} not found ({hint})")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ensemble", required=True)
@@ -89,9 +84,9 @@ def main():
                     help="the sweep plan(s) that trained the members (named in the card)")
     args = ap.parse_args()
     # Every input checked before anything is read or written, with one line naming the missing path.
-    require(args.ensemble, ("model.tcir.json", "model.tce"), "--ensemble folder", "a tools/ensemble.py --out folder?")
+    check_model_folder(args.ensemble, "--ensemble folder", "a tools/ensemble.py --out folder?")
     for r in args.runs + args.twin_runs:
-        require(r, ("metrics.json",), "run folder", "a tools/train.py run folder?")
+        check_model_folder(r, files=("metrics.json",))
     if not os.path.isdir(args.evals):
         raise SystemExit(f"ship_ensemble: --evals folder {args.evals} not found")
     ms = [json.load(open(os.path.join(r, "metrics.json"))) for r in args.runs]
