@@ -30,8 +30,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from select_ensemble import ROOT, Scorer, score_members  # noqa: E402
-
+from select_ensemble import ROOT, Scorer, check_args, score_members  # noqa: E402
 
 
 def parse_recipe(text, kinds):
@@ -88,8 +87,7 @@ def main():
         sys.exit("recipe_study: --draws must be at least 1")
     if any(not 1 <= k <= 256 for k in args.k):
         sys.exit("recipe_study: every --k must be within 1..256 (the runtime's beam limit)")
-    if not os.access(args.tunecast, os.X_OK):
-        sys.exit(f"recipe_study: --tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
+    check_args(args, run_files=("metrics.json", "model.tcir.json", "model.tce"))
 
     by_name, kinds = {}, {}
     for run in args.runs:
@@ -97,8 +95,6 @@ def main():
         if name in by_name:
             sys.exit(f"recipe_study: run folder names must be unique ({name})")
         metrics = os.path.join(run, "metrics.json")
-        if not os.path.exists(metrics):
-            sys.exit(f"recipe_study: {metrics} not found (a train.py run folder?)")
         m = json.load(open(metrics))
         if "model" not in m:
             sys.exit(f"recipe_study: {metrics} names no model kind (written by an older train.py?)")

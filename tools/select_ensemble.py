@@ -121,21 +121,23 @@ def score_members(sc, by_name, members):
     return s, g, b
 
 
-def check_args(args):
-    """Every input checked before the work folder is created, so a bad call leaves nothing behind."""
+def check_args(args, run_files=("model.tcir.json", "model.tce")):
+    """Every input checked before the work folder is created, so a bad call leaves nothing behind
+    (shared with tools/recipe_study.py, whose runs must also hold metrics.json)."""
+    tool = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     rules = os.path.join(ROOT, "weights", "rules", f"{args.solver}.tcr")
     if not os.path.isfile(rules):
         kernels = sorted(f[:-4] for f in os.listdir(os.path.dirname(rules)) if f.endswith(".tcr"))
-        sys.exit(f"select_ensemble: --solver {args.solver}: no {os.path.relpath(rules, ROOT)} "
+        sys.exit(f"{tool}: --solver {args.solver}: no {os.path.relpath(rules, ROOT)} "
                  f"(kernels: {', '.join(kernels)})")
     if not os.access(args.tunecast, os.X_OK) or os.path.isdir(args.tunecast):
-        sys.exit(f"select_ensemble: --tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
+        sys.exit(f"{tool}: --tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
     for db in sorted({db for db, _ in GROUPS}):
         if not os.path.isfile(os.path.join(args.perfdb_dir, f"{db}.db")):
-            sys.exit(f"select_ensemble: {os.path.join(args.perfdb_dir, db + '.db')} not found (--perfdb-dir)")
+            sys.exit(f"{tool}: {os.path.join(args.perfdb_dir, db + '.db')} not found (--perfdb-dir)")
     for run in args.runs:
-        check_model_folder(run, "run folder", "a tools/train.py run folder?")
-    if args.baseline:
+        check_model_folder(run, files=run_files)
+    if getattr(args, "baseline", None):
         check_model_folder(args.baseline, "--baseline folder", "a weights/<kernel> folder?")
 
 

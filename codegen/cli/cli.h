@@ -47,6 +47,9 @@ Status model_search_width(const Model& model, int* width);
 // "<what> <width> is outside 1..kMaxBeamWidth" unless the width is a beam the runtime runs.
 Status check_beam_width(const char* what, int width);
 
+// Names of the problem fields whose bits are set in `mask` (PredictInfo::out_of_range_fields).
+std::vector<std::string> field_names(uint32_t mask);
+
 // One thread's prediction buffers, sized for beams up to the max_beam given to predict_in_parallel.
 struct PredictBuffers {
   std::vector<unsigned char> scratch;

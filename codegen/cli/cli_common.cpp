@@ -86,6 +86,14 @@ Status load_model_file(const std::string& path, LoadedModel* out) {
   return Status::ok();
 }
 
+std::vector<std::string> field_names(uint32_t mask) {
+  std::vector<std::string> names;
+  for (int f = 0; f < kProblemFieldCount; ++f) {
+    if ((mask >> f) & 1u) names.push_back(problem_field_name(static_cast<ProblemField>(f)));
+  }
+  return names;
+}
+
 void predict_in_parallel(const Model& model, int max_beam, size_t count, int threads,
                          const char* label, bool quiet,
                          const std::function<void(size_t, PredictBuffers&)>& work) {

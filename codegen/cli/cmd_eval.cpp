@@ -1,14 +1,11 @@
 // eval: the paper's metrics, computed by the real runtime (constrained beam search) over every
 // problem of a solver in a perf DB, next to the trivial baselines.
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -25,16 +22,15 @@ using codegen::ParamVector;
 
 Status parse_list(const std::string& text, const char* what, std::vector<std::string>* out) {
   out->clear();
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    if (item.empty()) return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
-    out->push_back(item);
+  for (size_t start = 0;;) {
+    const size_t end = text.find(',', start);
+    out->push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (out->back().empty()) {
+      return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
+    }
+    if (end == std::string::npos) return Status::ok();
+    start = end + 1;
   }
-  if (out->empty() || text.back() == ',') {
-    return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
-  }
-  return Status::ok();
 }
 
 // The splits a model (metadata "fit_on", tools/train.py --fit-on) or a baseline learns from;
@@ -206,15 +202,6 @@ int cmd_eval(const std::vector<std::string>& argv) {
       if (!status) return fail(status);
     }
   }
-  for (const char* option : {"perfdb", "train-perfdb"}) {
-    if (!args.has(option)) continue;
-    if (FILE* f = std::fopen(args.get(option).c_str(), "rb")) {
-      std::fclose(f);
-    } else {
-      return fail(Status::error(StatusCode::kNotFound, "cannot open perf DB '%s': %s", args.get(option).c_str(),
-                                std::strerror(errno)));
-    }
-  }
 
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
@@ -265,8 +252,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
     });
     return Status::ok();
   };
-  std::vector<PerfDbRow> rows;
+  std::vector<PerfDbRow> rows, train_rows;  // train_rows: --train-perfdb's, read before the work too
   status = read_rows(args.get("perfdb"), &rows);
+  if (status && args.has("train-perfdb") && !args.has("no-baselines")) {
+    status = read_rows(args.get("train-perfdb"), &train_rows);
+  }
   if (!status) return fail(status);
   std::vector<PerfDbRow> evaluated;
   std::set<std::string> evaluated_descriptors;
@@ -284,10 +274,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
   }
   if (evaluated.empty()) {
     const char* model_solver = model.metadata("solver");
-    return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions%s%s%s",
+    const std::string hint = model_solver ? std::string(" (the model predicts ") + model_solver + ")" : "";
+    return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions%s",
                               split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str(),
-                              model_solver ? " (the model predicts " : "", model_solver ? model_solver : "",
-                              model_solver ? ")" : ""));
+                              hint.c_str()));
   }
 
   // Runtime predictions, problems spread over threads. Each k takes the first k candidates of a
@@ -399,9 +389,6 @@ int cmd_eval(const std::vector<std::string>& argv) {
   const bool baselines = !args.has("no-baselines");
   size_t train_count = 0;
   if (baselines) {
-    std::vector<PerfDbRow> train_rows;
-    status = args.has("train-perfdb") ? read_rows(args.get("train-perfdb"), &train_rows) : Status::ok();
-    if (!status) return fail(status);
     const std::vector<PerfDbRow>& source = args.has("train-perfdb") ? train_rows : rows;
     std::vector<Problem> train_problems;
     std::vector<ParamVector> train_params;

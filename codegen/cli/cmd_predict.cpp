@@ -144,21 +144,15 @@ int cmd_predict(const std::vector<std::string>& argv) {
     j["candidates"] = list;
     j["rejected_by_constraints"] = info.rejected_by_constraints;
     j["beam_pruned"] = info.beam_pruned;
-    std::vector<std::string> out_of_range;
-    for (int f = 0; f < kProblemFieldCount; ++f) {
-      if ((info.out_of_range_fields >> f) & 1u) out_of_range.push_back(problem_field_name(static_cast<ProblemField>(f)));
-    }
-    j["out_of_range_fields"] = out_of_range;
+    j["out_of_range_fields"] = field_names(info.out_of_range_fields);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  for (int f = 0; f < kProblemFieldCount; ++f) {
-    if ((info.out_of_range_fields >> f) & 1u) {
-      std::fprintf(stderr,
-                   "tunecast: warning: problem field '%s' is outside the range seen in training; "
-                   "the prediction is an extrapolation\n",
-                   problem_field_name(static_cast<ProblemField>(f)));
-    }
+  for (const std::string& field : field_names(info.out_of_range_fields)) {
+    std::fprintf(stderr,
+                 "tunecast: warning: problem field '%s' is outside the range seen in training; "
+                 "the prediction is an extrapolation\n",
+                 field.c_str());
   }
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,

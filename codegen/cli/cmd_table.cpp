@@ -81,11 +81,7 @@ void warn_out_of_range(const std::string& path, const std::vector<Row>& rows) {
     if (row.out_of_range_fields == 0) continue;
     if (++count > 3) continue;
     std::string fields;
-    for (int f = 0; f < kProblemFieldCount; ++f) {
-      if ((row.out_of_range_fields >> f) & 1u) {
-        fields += (fields.empty() ? "" : ",") + std::string(problem_field_name(static_cast<ProblemField>(f)));
-      }
-    }
+    for (const std::string& field : field_names(row.out_of_range_fields)) fields += (fields.empty() ? "" : ",") + field;
     examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " " + fields;
   }
   if (count == 0) return;

@@ -490,7 +490,6 @@ struct GraphNames {
   size_t temp_floats = 0;
 };
 
-
 class Emitter {
  public:
   Emitter(const Model& model, const CppEmitOptions& options) : model_(model), options_(options) {}

@@ -207,17 +207,17 @@ Status parse_problem(std::string_view text, Problem* problem) {
     return Status::error(StatusCode::kInvalidArgument, "problem field 'spatial_dim' must be 2 or 3, got %lld",
                          static_cast<long long>(spatial_dim));
   }
-  // Sizes, strides, dilations and groups of 0 describe no convolution (the depth ones only in 3-D,
-  // where they are not MIOpen's 0 placeholders).
+  // Sizes, strides, dilations and groups of 0 describe no convolution. The depth ones count in 3-D
+  // only: in 2-D they are MIOpen's 0 placeholders.
   static constexpr ProblemField kPositive[] = {
-      ProblemField::kN,       ProblemField::kC,       ProblemField::kK,    ProblemField::kH,
-      ProblemField::kW,       ProblemField::kY,       ProblemField::kX,    ProblemField::kStrideH,
-      ProblemField::kStrideW, ProblemField::kDilH,    ProblemField::kDilW, ProblemField::kG,
-      ProblemField::kD,       ProblemField::kZ,       ProblemField::kStrideD, ProblemField::kDilD};
-  for (ProblemField field : kPositive) {
-    const bool depth = field == ProblemField::kD || field == ProblemField::kZ ||
-                       field == ProblemField::kStrideD || field == ProblemField::kDilD;
-    if (depth && spatial_dim != 3) continue;
+      ProblemField::kN,       ProblemField::kC,    ProblemField::kK,    ProblemField::kH,
+      ProblemField::kW,       ProblemField::kY,    ProblemField::kX,    ProblemField::kStrideH,
+      ProblemField::kStrideW, ProblemField::kDilH, ProblemField::kDilW, ProblemField::kG,
+      ProblemField::kD,       ProblemField::kZ,    ProblemField::kStrideD, ProblemField::kDilD};
+  constexpr size_t kPlanarCount = 12;  // the depth fields come last
+  const size_t checked = spatial_dim == 3 ? sizeof kPositive / sizeof kPositive[0] : kPlanarCount;
+  for (size_t i = 0; i < checked; ++i) {
+    const ProblemField field = kPositive[i];
     if (problem->has(field) && problem->get(field) < 1) {
       return Status::error(StatusCode::kInvalidArgument, "problem field '%s' must be at least 1, got %lld",
                            problem_field_name(field), static_cast<long long>(problem->get(field)));
