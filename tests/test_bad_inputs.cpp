@@ -534,8 +534,22 @@ TEST_CASE("CLI: bad problems and beam widths; a field outside the training range
                        "beam width 257 is outside 1..256");
   const CliResult r = run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=1000,c=4,k=30,h=7,w=7");
   CHECK_MESSAGE(r.exit_code == 0, r.err);
-  CHECK_MESSAGE(contains(r.err, "warning: problem field 'n' is outside the range seen in training"), r.err);
+  CHECK_MESSAGE(contains(r.err, "warning: problem field n is 1000 (1..64 in training): outside what the model "
+                                "learned from"),
+                r.err);
   CHECK_FALSE(r.out.empty());
+
+  // A field the encoding never reads is flagged too when its training range says so (a 1x1
+  // kernel's y); symbolic fields are named by symbol.
+  ir::Model fixed = tiny_with_rules();
+  fixed.encoding->ranges.push_back({"y", 1, 1});
+  fixed.encoding->ranges.push_back({"dir", 0, 1});
+  write_blob_file(dir.file("fixed.tcm"), fixed);
+  const CliResult w = run_cli(dir, "predict " + dir.file("fixed.tcm") + " --problem dir=W,dtype=FP32,n=8,c=4,k=30,h=7,w=7,y=3");
+  CHECK_MESSAGE(w.exit_code == 0, w.err);
+  CHECK_MESSAGE(contains(w.err, "problem field dir is W (F..B in training)"), w.err);
+  CHECK_MESSAGE(contains(w.err, "problem field y is 3 (always 1 in training)"), w.err);
+  CHECK_FALSE(contains(w.err, "field n "));
 }
 
 TEST_CASE("CLI: a failing command leaves no output file behind and keeps an existing one") {

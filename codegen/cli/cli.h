@@ -50,6 +50,10 @@ Status check_beam_width(const char* what, int width);
 // Names of the problem fields whose bits are set in `mask` (PredictInfo::out_of_range_fields).
 std::vector<std::string> field_names(uint32_t mask);
 
+// One note per field of `mask`: its value in `problem` and the model's training range, e.g.
+// "y is 3 (always 1 in training)" or "dir is W (F..B in training)".
+std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask);
+
 // One thread's prediction buffers, sized for beams up to the max_beam given to predict_in_parallel.
 struct PredictBuffers {
   std::vector<unsigned char> scratch;

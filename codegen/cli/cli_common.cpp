@@ -94,6 +94,30 @@ std::vector<std::string> field_names(uint32_t mask) {
   return names;
 }
 
+std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask) {
+  auto text = [](ProblemField field, int64_t value) {
+    const char* symbol = problem_symbol_name(field, value);
+    return symbol ? std::string(symbol) : std::to_string(value);
+  };
+  const schema::Encoding* enc = model.root() ? model.root()->encoding() : nullptr;
+  std::vector<std::string> notes;
+  for (int f = 0; f < kProblemFieldCount; ++f) {
+    if (!((mask >> f) & 1u)) continue;
+    const auto field = static_cast<ProblemField>(f);
+    std::string note = std::string(problem_field_name(field)) + " is " + text(field, problem.get(field));
+    for (uint32_t i = 0; enc && enc->ranges() && i < enc->ranges()->size(); ++i) {
+      const schema::FeatureRange* range = enc->ranges()->Get(i);
+      ProblemField named;
+      if (!find_problem_field(range->field()->string_view(), &named) || named != field) continue;
+      note += range->min() == range->max()
+                  ? " (always " + text(field, range->min()) + " in training)"
+                  : " (" + text(field, range->min()) + ".." + text(field, range->max()) + " in training)";
+    }
+    notes.push_back(note);
+  }
+  return notes;
+}
+
 void predict_in_parallel(const Model& model, int max_beam, size_t count, int threads,
                          const char* label, bool quiet,
                          const std::function<void(size_t, PredictBuffers&)>& work) {

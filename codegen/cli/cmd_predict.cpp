@@ -148,11 +148,11 @@ int cmd_predict(const std::vector<std::string>& argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  for (const std::string& field : field_names(info.out_of_range_fields)) {
+  for (const std::string& note : out_of_range_notes(model, problem, info.out_of_range_fields)) {
     std::fprintf(stderr,
-                 "tunecast: warning: problem field '%s' is outside the range seen in training; "
-                 "the prediction is an extrapolation\n",
-                 field.c_str());
+                 "tunecast: warning: problem field %s: outside what the model learned from; the "
+                 "prediction is an extrapolation\n",
+                 note.c_str());
   }
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,

@@ -142,6 +142,15 @@ def _env(fields):
     return {f: fields[:, i] for i, f in enumerate(FIELDS)}
 
 
+def ranges_of(train_fields):
+    """{field: (min, max)} over the training rows for EVERY problem field, not only those the
+    encoding reads: a field the model never saw vary (a 1x1 kernel's filter size, the layout) is
+    ignored by the encoding, so only its range lets the runtime flag a problem the model cannot
+    know (y=3 for ConvAsm1x1U)."""
+    fields = np.asarray(train_fields, dtype=np.int64)
+    return {f: (int(fields[:, i].min()), int(fields[:, i].max())) for i, f in enumerate(FIELDS)}
+
+
 class Encoding:
     """Scalar features laid out as the encoder input.
 
@@ -165,11 +174,7 @@ class Encoding:
             v = _apply(tr, Expr(e).eval(env, len(train_fields)))
             if v.std() > 1e-9:
                 kept.append((tr, e))
-        enc = cls(kept, layout)
-        used = sorted(set().union(*[enc.exprs[e].fields for _, e in kept]), key=FIELDS.index)
-        enc.ranges = {f: (int(train_fields[:, FIELDS.index(f)].min()), int(train_fields[:, FIELDS.index(f)].max()))
-                      for f in used}
-        return enc
+        return cls(kept, layout, ranges_of(train_fields))
 
     @property
     def count(self):
