@@ -22,6 +22,7 @@
 
 #include "test_util.h"
 #include "tiny_models.h"
+#include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/blob_writer.h"
 #include "tunecast/codegen/dataset_split.h"
 #include "tunecast/codegen/ir_check.h"
@@ -550,6 +551,31 @@ TEST_CASE("CLI: bad problems and beam widths; a field outside the training range
   CHECK_MESSAGE(contains(w.err, "problem field dir is W (F..B in training)"), w.err);
   CHECK_MESSAGE(contains(w.err, "problem field y is 3 (always 1 in training)"), w.err);
   CHECK_FALSE(contains(w.err, "field n "));
+}
+
+TEST_CASE("CLI compile: a model refuses an encoding other than the one it was trained with") {
+  TempDir dir;
+  write_text(dir.file("own.tce"), "input 1 x 1\nencode 0 0 log2 n * c   # the trainer's\n");
+  write_text(dir.file("spaced.tce"), "# comments, blanks and ranges do not matter\ninput 1 x 1\nencode 0 0 log2 n*c\nrange n 1 8\n");
+  write_text(dir.file("other.tce"), "input 1 x 1\nencode 0 0 log2 n * k\n");  // same shape, another feature
+  ir::Model m = tunecast_test::tiny_seq2seq();
+  {
+    ir::Model with_own = m;
+    REQUIRE(tunecast::codegen::attach_rules(&with_own, "", dir.file("own.tce")).is_ok());
+    m.metadata["encoding_digest"] = tunecast::codegen::encoding_digest(*with_own.encoding);
+  }
+  std::string text;
+  REQUIRE(write_ir_json(m, &text).is_ok());
+  write_text(dir.file("model.tcir.json"), text);
+  const std::string compile = "compile " + dir.file("model.tcir.json") + " -o " + dir.file("out.tcm") + " --encoding ";
+  CliResult r = run_cli(dir, compile + dir.file("own.tce"));
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  r = run_cli(dir, compile + dir.file("spaced.tce") + " --force");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  std::filesystem::remove(dir.file("out.tcm"));
+  check_one_line_error(run_cli(dir, compile + dir.file("other.tce")),
+                       "other.tce is not the encoding this model was trained with");
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.tcm")));
 }
 
 TEST_CASE("CLI: a failing command leaves no output file behind and keeps an existing one") {

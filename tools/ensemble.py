@@ -32,7 +32,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import ir  # noqa: E402
+from tunecast_train import features, ir  # noqa: E402
 
 
 def check_model_folder(folder, what="run folder", hint="a tools/train.py run folder?",
@@ -294,6 +294,7 @@ def main():
     j = merge([m for m, _ in loaded], args.combine, name)
     if args.search_width:
         j["metadata"]["search_width"] = str(args.search_width)
+    j["metadata"]["encoding_digest"] = features.encoding_digest("\n".join(body))  # the merged input's
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "model.tcir.json")
     with open(path, "w") as fh:

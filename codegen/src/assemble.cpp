@@ -1,6 +1,8 @@
 #include "tunecast/codegen/assemble.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 
 #include "tunecast/codegen/rules_compiler.h"
 
@@ -21,6 +23,33 @@ void add_fields(std::vector<std::string>* fields, const std::vector<std::string>
 }
 
 }  // namespace
+
+std::string encoding_digest(const ir::Encoding& encoding) {
+  std::string canonical = "input " + std::to_string(encoding.rows) + " x " + std::to_string(encoding.cols) + "\n";
+  for (const ir::FeatureEncoding& f : encoding.features) {
+    std::string transform;
+    char number[64];
+    switch (f.transform) {
+      case ir::FeatureTransform::Raw: transform = "raw"; break;
+      case ir::FeatureTransform::Log2: transform = "log2"; break;
+      case ir::FeatureTransform::OneHot: transform = "onehot:" + std::to_string(f.width); break;
+      case ir::FeatureTransform::Standardize:
+        std::snprintf(number, sizeof number, ":%.9g:%.9g", static_cast<double>(f.mean), static_cast<double>(f.std));
+        transform = std::string("standardize") + number;
+        break;
+    }
+    std::string expr;
+    for (const char c : f.text) {
+      if (!std::isspace(static_cast<unsigned char>(c))) expr += c;
+    }
+    canonical += std::to_string(f.row) + " " + std::to_string(f.col) + " " + transform + " " + expr + "\n";
+  }
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: an identity check, not a security one
+  for (const char c : canonical) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  char out[32];
+  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
 
 Status attach_rules(ir::Model* model, const std::string& rules_path,
                     const std::string& encoding_path) {
@@ -64,6 +93,18 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
     add_fields(&fields, compiled.fields_used);
   }
   if (model->encoding) add_fields(&model->encoding->required_fields, fields);
+  const auto recorded = model->metadata.find("encoding_digest");
+  if (model->encoding && recorded != model->metadata.end()) {
+    const std::string digest = encoding_digest(*model->encoding);
+    if (digest != recorded->second) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "%s is not the encoding this model was trained with (its features give %s, "
+                           "the model's metadata encoding_digest is %s): pass the model.tce exported "
+                           "with it",
+                           encoding_path.empty() ? rules_path.c_str() : encoding_path.c_str(),
+                           digest.c_str(), recorded->second.c_str());
+    }
+  }
   return Status::ok();
 }
 

@@ -14,6 +14,8 @@ from . import ir
 
 def model_json(model, enc, vocab, name, metadata):
     g, d, s2s = model.export(enc.shape)
+    # encoding_digest: `tunecast compile` refuses a .tce other than the one written beside this model.
+    metadata = dict(metadata, encoding_digest=enc.digest())
     return {"format": "tunecast-ir", "version": 1, "name": name,
             "metadata": {k: (v if isinstance(v, str) else json.dumps(v, sort_keys=True)) for k, v in metadata.items()},
             "graphs": [g.to_json(), d.to_json()], "seq2seq": s2s, "vocabulary": vocab.to_json()}

@@ -142,6 +142,30 @@ def _env(fields):
     return {f: fields[:, i] for i, f in enumerate(FIELDS)}
 
 
+def encoding_digest(tce_text):
+    """Identity of an encoding's input shape and `encode` lines (not its comments or ranges):
+    "fnv1a64:<16 hex>" over one canonical line per statement, `input R x C`, then `R C TRANSFORM
+    EXPR` with every blank removed from the transform's arguments and the expression. The trainer
+    stores it in the model's metadata (encoding_digest) and `tunecast compile` recomputes it from
+    the compiled encoding, refusing a .tce the model was not trained with
+    (codegen/src/assemble.cpp). Statements on one line each, as this module writes them."""
+    lines = []
+    for raw in tce_text.splitlines():
+        words = raw.split("#", 1)[0].split()
+        if words[:1] == ["input"]:
+            lines.append("input " + "".join(words[1:]).replace("x", " x "))
+        elif words[:1] == ["encode"]:
+            row, col, transform, rest = words[1], words[2], words[3], words[4:]
+            nargs = {"onehot": 1, "standardize": 2}.get(transform, 0)
+            args = "".join(f":{float(np.float32(a)):.9g}" if transform == "standardize" else f":{a}"
+                           for a in rest[:nargs])
+            lines.append(f"{row} {col} {transform}{args} {''.join(rest[nargs:])}")
+    h = 0xcbf29ce484222325
+    for byte in "".join(line + "\n" for line in lines).encode():
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"fnv1a64:{h:016x}"
+
+
 def ranges_of(train_fields):
     """{field: (min, max)} over the training rows for EVERY problem field, not only those the
     encoding reads: a field the model never saw vary (a 1x1 kernel's filter size, the layout) is
@@ -204,6 +228,9 @@ class Encoding:
         lines += [f"encode {r} {c} {tr} {e}" for r, c, tr, e in self.elements()]
         lines += [f"range {f} {lo} {hi}" for f, (lo, hi) in self.ranges.items()]
         return "\n".join(lines) + "\n"
+
+    def digest(self):
+        return encoding_digest(self.text())
 
     def matrix(self, fields):
         """[N, rows, cols] float32 encoder inputs for an [N, len(FIELDS)] field matrix."""

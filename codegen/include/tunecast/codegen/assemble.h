@@ -14,7 +14,14 @@ namespace tunecast::codegen {
 // carry only placeholder names (p0, p1, ...) takes them, otherwise they must agree. The encoding
 // may come from either file (not both). The encoding's required fields become the union of what
 // the encoding and the constraints read, so predict can name a missing field.
+// A model whose metadata records `encoding_digest` (tools/train.py, tools/ensemble.py) must get
+// the encoding it was trained with: a .tce of the same shape but other features is refused.
 Status attach_rules(ir::Model* model, const std::string& rules_path,
                     const std::string& encoding_path);
+
+// "fnv1a64:<16 hex>" over the encoding's input shape and features, canonically written (the
+// trainer's tools/tunecast_train/features.py encoding_digest computes the same from .tce text):
+// `input R x C`, then per feature `R C TRANSFORM[:ARGS] EXPR` with the blanks of EXPR removed.
+std::string encoding_digest(const ir::Encoding& encoding);
 
 }  // namespace tunecast::codegen
