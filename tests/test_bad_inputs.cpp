@@ -680,10 +680,11 @@ constexpr const char* kMiopenConfigTable =
 // A perf DB of twelve problems (n = 1..12, otherwise the same) of a solver named Tiny, the tuned
 // vector of problem n given by `params_of(n)`, in MIOpen's two tables.
 template <typename ParamsOf>
-void make_tiny_perf_db(const std::string& path, ParamsOf params_of) {
+// Twelve problems, batch sizes first_n .. first_n + 11 (another first_n: other problems).
+void make_tiny_perf_db(const std::string& path, ParamsOf params_of, int first_n = 1) {
   std::string sql = std::string(kMiopenConfigTable) +
       "CREATE TABLE perf_db (id INTEGER PRIMARY KEY, solver TEXT, config INT, params TEXT);";
-  for (int n = 1; n <= 12; ++n) {
+  for (int n = first_n; n < first_n + 12; ++n) {
     const std::string id = std::to_string(n);
     sql += "INSERT INTO config VALUES (" + id + ", 'NCHW', 'FP32', 'F', 2, 4, 7, 7, 1, 1, 1, 1, 30, " + id +
            ", 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1);"
@@ -728,6 +729,15 @@ TEST_CASE("bad perf DBs: missing tables and columns, not SQLite, absent") {
 TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as in-sample") {
   TempDir dir;
   make_tiny_perf_db(dir.file("tiny.db"), [](int) { return "10,20,30"; });  // one valid vector for all
+  make_tiny_perf_db(dir.file("holdout.db"), [](int) { return "10,20,30"; }, 13);  // none of tiny.db's
+  PerfDb db;
+  REQUIRE(PerfDb::open(dir.file("tiny.db"), &db).is_ok());
+  std::vector<PerfDbRow> rows;
+  REQUIRE(db.rows("Tiny", {}, &rows).is_ok());
+  std::map<std::string, int> per_split;
+  for (const PerfDbRow& row : rows) ++per_split[tunecast::codegen::split_name(tunecast::codegen::split_of(row.problem, 0))];
+  REQUIRE(per_split["test"] > 0);
+  REQUIRE(per_split["train"] + per_split["val"] > 0);
   ir::Model refit = tiny_with_rules();
   refit.metadata["fit_on"] = "train+val";
   refit.metadata["split_seed"] = "0";
@@ -738,7 +748,21 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   CliResult r = run_cli(dir, "eval " + dir.file("refit.tcm") + common);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["in_sample_splits"] == nlohmann::json({"train", "val"}));
-  CHECK_MESSAGE(contains(r.err, "learned from the train, val problems of split seed 0 (fit_on train+val)"), r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == per_split["train"] + per_split["val"]);
+  CHECK_MESSAGE(contains(r.err, std::to_string(per_split["train"] + per_split["val"]) +
+                                    " of 12 evaluated problems are among its train, val problems (fit_on "
+                                    "train+val, split seed 0)"),
+                r.err);
+  // With the model's own DB named, a holdout's problems count as what they are: never learned.
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + " --perfdb " + dir.file("holdout.db") +
+                       " --solver Tiny --beam 1,2 --json --train-perfdb " + dir.file("tiny.db"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == 0);
+  CHECK_MESSAGE(contains(r.err, "0 of 12 evaluated problems are among the train, val problems of"), r.err);
+  CHECK_MESSAGE(contains(r.err, "every figure is out-of-sample"), r.err);
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --train-perfdb " + dir.file("tiny.db") + " --no-baselines");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == per_split["train"] + per_split["val"]);
   // Another split seed deals the problems differently: no claim either way.
   r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --split-seed 1");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -748,13 +772,6 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["in_sample_splits"].empty());
   // Baselines learn from the named splits, minus the evaluated problems; a bad name is refused.
-  PerfDb db;
-  REQUIRE(PerfDb::open(dir.file("tiny.db"), &db).is_ok());
-  std::vector<PerfDbRow> rows;
-  REQUIRE(db.rows("Tiny", {}, &rows).is_ok());
-  std::map<std::string, int> per_split;
-  for (const PerfDbRow& row : rows) ++per_split[tunecast::codegen::split_name(tunecast::codegen::split_of(row.problem, 0))];
-  REQUIRE(per_split["test"] > 0);
   r = run_cli(dir, "eval " + dir.file("plain.tcm") + common + " --split test");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["baselines"]["train_rows"] == per_split["train"]);

@@ -6,7 +6,7 @@ label, measured on the independent holdout: other problems than our test split, 
 usage: eval_table.py EVAL.json [EVAL.json ...]
 Each file is one (model, perf DB, solver, precision) evaluation; rows are grouped by solver.
 A k the evaluation lacks (e.g. --beam 1,10) shows as "-" and is left out of the comparisons; a row
-whose model learned from the evaluated split (the JSON's in_sample_splits) is marked "(in-sample)".
+whose model learned from evaluated problems (the JSON's in_sample_problems, else in_sample_splits) is marked "(in-sample)".
 """
 import json
 import os
@@ -84,8 +84,11 @@ def in_sample_mark(r):
     """' (in-sample)' when the model learned from the evaluated split (its in_sample_splits), a
     partial mark when the split is 'all' and the model learned from only some of it, else ''."""
     splits = r.get("in_sample_splits") or []
-    if not splits:
+    count = r.get("in_sample_problems")  # tunecast eval since 2026-11-23: the exact number
+    if not splits or count == 0:
         return ""
+    if count is not None:
+        return " (in-sample)" if count == r["n"] else f" (partly in-sample: {count} of {r['n']})"
     if r.get("split", "all") != "all" or set(splits) >= {"train", "val", "test"}:
         return " (in-sample)"
     return " (partly in-sample: " + ",".join(splits) + ")"
@@ -119,7 +122,7 @@ def main():
               f"| {fmt(bar) if bar else '-'} | {lost_at(ours, bar) if bar else '-'} |")
     if marked:
         print("\nin-sample: the model learned from the evaluated problems (all of them, or those of the named "
-              "splits; the eval JSON's in_sample_splits), so a marked row is not a held-out result.")
+              "splits; the eval JSON's in_sample_problems or in_sample_splits), so a marked row is not a held-out result.")
     return 0
 
 

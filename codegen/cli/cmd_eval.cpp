@@ -42,6 +42,44 @@ std::set<std::string> fit_splits(const std::string& fit_on) {
   return {};
 }
 
+// Whether `list` (metadata such as "FP32,FP16" or "gfx900,gfx906") names `value`'s symbol.
+bool metadata_lists(const char* list, ProblemField field, int64_t value) {
+  const char* symbol = problem_symbol_name(field, value);
+  if (list == nullptr || symbol == nullptr) return true;  // nothing recorded: assume it does
+  const std::string text = std::string(",") + list + ",";
+  return text.find(std::string(",") + symbol + ",") != std::string::npos;
+}
+
+// How many evaluated problems the model learned from, by its metadata: a problem of one of the
+// `in_sample` splits, of a training precision and arch, and, when `learned_db` is given (the
+// model's own perf DB, --train-perfdb), present there; otherwise the evaluated DB is taken to be
+// the model's own.
+size_t count_in_sample(const Model& model, const std::vector<PerfDbRow>& evaluated,
+                       const std::vector<std::string>& in_sample, int seed,
+                       const std::vector<PerfDbRow>* learned_db) {
+  if (in_sample.empty()) return 0;
+  const char* precisions = model.metadata("training_precisions");
+  if (precisions == nullptr) precisions = model.metadata("precisions");
+  const char* archs = model.metadata("arch");
+  auto learned = [&](const Problem& p) {
+    const std::string split = codegen::split_name(codegen::split_of(p, seed));
+    return std::find(in_sample.begin(), in_sample.end(), split) != in_sample.end() &&
+           metadata_lists(precisions, ProblemField::kDtype, p.get(ProblemField::kDtype)) &&
+           (!p.has(ProblemField::kArch) || metadata_lists(archs, ProblemField::kArch, p.get(ProblemField::kArch)));
+  };
+  std::set<std::string> in_db;
+  if (learned_db) {
+    for (const PerfDbRow& r : *learned_db) {
+      if (learned(r.problem)) in_db.insert(perf_db_descriptor(r.problem));
+    }
+  }
+  size_t count = 0;
+  for (const PerfDbRow& r : evaluated) {
+    if (learned_db ? in_db.count(perf_db_descriptor(r.problem)) > 0 : learned(r.problem)) ++count;
+  }
+  return count;
+}
+
 // Per-k metrics over a set of problems.
 struct Scores {
   std::vector<int> ks;
@@ -133,8 +171,9 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "a model refit on train + val (tools/train.py --fit-on train+val), and all adds test too\n"
         "(a model refit on all of it, scored on problems from elsewhere, e.g. a holdout DB with\n"
         "--train-perfdb). --split picks the evaluated problems (default all). When the model's\n"
-        "metadata says it learned from splits being evaluated (fit_on), a note says the figures\n"
-        "are in-sample wherever DB holds those problems.\n"
+        "metadata says it learned from splits being evaluated (fit_on), a note counts the\n"
+        "evaluated problems it learned from: exactly with --train-perfdb (the model's own DB,\n"
+        "e.g. when DB is an independent holdout), else taking DB for the model's own.\n"
         "--precision: FP32, FP16, BF16, INT8, comma-separated (default: all four).\n"
         "--plot FILE.png also writes FILE.png.json and draws perfect@k with\n"
         "/usr/bin/python3 tools/plot_eval.py (needs python3-matplotlib).\n"
@@ -225,17 +264,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
   const char* model_fit_on = model.metadata("fit_on");
   const char* model_split_seed = model.metadata("split_seed");
   if (model_fit_on && (!model_split_seed || std::to_string(seed) == model_split_seed)) {
-    for (const std::string& s : fit_splits(model_fit_on)) {
-      if (split == "all" || split == s) in_sample.push_back(s);
+    const std::set<std::string> learned = fit_splits(model_fit_on);
+    for (const char* s : {"train", "val", "test"}) {
+      if (learned.count(s) && (split == "all" || split == s)) in_sample.push_back(s);
     }
-  }
-  if (!in_sample.empty()) {
-    std::string names;
-    for (const std::string& s : in_sample) names += (names.empty() ? "" : ", ") + s;
-    std::fprintf(stderr,
-                 "eval: note: %s learned from the %s problems of split seed %d (fit_on %s): wherever %s "
-                 "holds them, these figures are in-sample\n",
-                 args.positional()[0].c_str(), names.c_str(), seed, model_fit_on, args.get("perfdb").c_str());
   }
 
   auto read_rows = [&](const std::string& path, std::vector<PerfDbRow>* rows) -> Status {
@@ -254,7 +286,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   };
   std::vector<PerfDbRow> rows, train_rows;  // train_rows: --train-perfdb's, read before the work too
   status = read_rows(args.get("perfdb"), &rows);
-  if (status && args.has("train-perfdb") && !args.has("no-baselines")) {
+  if (status && args.has("train-perfdb")) {
     status = read_rows(args.get("train-perfdb"), &train_rows);
   }
   if (!status) return fail(status);
@@ -278,6 +310,30 @@ int cmd_eval(const std::vector<std::string>& argv) {
     return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions%s",
                               split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str(),
                               hint.c_str()));
+  }
+
+  const size_t in_sample_count = count_in_sample(model, evaluated, in_sample, seed,
+                                                 args.has("train-perfdb") ? &train_rows : nullptr);
+  if (!in_sample.empty()) {
+    std::string names;
+    for (const std::string& s : in_sample) names += (names.empty() ? "" : ", ") + s;
+    const std::string model_path = args.positional()[0];
+    if (args.has("train-perfdb")) {
+      std::fprintf(stderr,
+                   "eval: note: %zu of %zu evaluated problems are among the %s problems of %s that %s learned "
+                   "from (fit_on %s, split seed %d)%s\n",
+                   in_sample_count, evaluated.size(), names.c_str(), args.get("train-perfdb").c_str(),
+                   model_path.c_str(), model_fit_on, seed,
+                   in_sample_count ? ": the figures over them are in-sample" : ": every figure is out-of-sample");
+    } else {
+      std::fprintf(stderr,
+                   "eval: note: if %s is the perf DB %s learned from, %zu of %zu evaluated problems are among "
+                   "its %s problems (fit_on %s, split seed %d) and the figures over them are in-sample; for "
+                   "another DB (an independent holdout) pass the model's own as --train-perfdb to count "
+                   "exactly\n",
+                   args.get("perfdb").c_str(), model_path.c_str(), in_sample_count, evaluated.size(),
+                   names.c_str(), model_fit_on, seed);
+    }
   }
 
   // Runtime predictions, problems spread over threads. Each k takes the first k candidates of a
@@ -384,6 +440,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["constraints_checked"] = has_constraints;
   j["removed_by_constraints"] = removed;
   j["in_sample_splits"] = in_sample;
+  j["in_sample_problems"] = in_sample_count;
 
   Scores frequent_scores(ks), nearest_scores(ks);
   const bool baselines = !args.has("no-baselines");
