@@ -233,6 +233,12 @@ TEST_CASE("bad blob: vocabulary indices out of range") {
     m.constraints[0].position = 3;
     CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel, "constraint 0 is placed at position 3 of 3");
   }
+  SUBCASE("an applicability condition that reads a parameter") {
+    ir::Model m = tiny_with_rules();
+    m.applicability = {{0, {{4, 0}}, "a > 0"}};  // LOAD_PARAM 0: a problem-only program may not
+    CHECK_ERROR(load(raw_blob_of(m)), StatusCode::kCorruptModel,
+                "applicability condition 0 'a > 0': reads parameter 0, but no parameter is known here");
+  }
 }
 
 TEST_CASE("bad blob: constraint bytecode that reads past its operands") {
@@ -782,6 +788,50 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   CHECK(baselines["fit_on"] == "all");
   check_one_line_error(run_cli(dir, "eval " + dir.file("plain.tcm") + common + " --baselines-fit-on everything"),
                        "--baselines-fit-on must be train, train+val or all");
+}
+
+TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval and table, never enforced") {
+  TempDir dir;
+  ir::Model m;
+  const std::string rules = std::string(tunecast_test::tiny_rules_text()) + "applies n % 2 == 0\n";
+  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str()).is_ok());
+  m.metadata["solver"] = "Tiny";
+  REQUIRE(m.applicability.size() == 1);
+  write_blob_file(dir.file("tiny.tcm"), m);
+  const std::string model = dir.file("tiny.tcm");
+
+  CliResult r = run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_FALSE(contains(r.err, "does not apply"));
+  r = run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=15,c=4,k=30,h=7,w=7,y=1,x=1");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "warning: Tiny does not apply to this problem: `n % 2 == 0` fails"), r.err);
+  CHECK(contains(r.out, "1 "));  // candidates all the same
+  r = run_cli(dir, "predict " + model + " --json --problem dir=F,dtype=FP32,n=15,c=4,k=30,h=7,w=7,y=1,x=1");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["applicable"] == false);
+  CHECK(j["not_applicable"] == "n % 2 == 0");
+  CHECK_FALSE(j["candidates"].empty());
+
+  r = run_cli(dir, "inspect " + model + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["applies"] == nlohmann::json({"n % 2 == 0"}));
+
+  // The tiny DB's problems have batch sizes 1..12: half of them fail.
+  make_tiny_perf_db(dir.file("tiny.db"), [](int) { return "10,20,30"; });
+  r = run_cli(dir, "eval " + model + " --perfdb " + dir.file("tiny.db") + " --solver Tiny --beam 1 --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["not_applicable"] == 6);
+  CHECK(nlohmann::json::parse(r.out)["n"] == 12);  // scored all the same
+  CHECK_MESSAGE(contains(r.err, "6 of 12 evaluated problems fail the model's applicability conditions"), r.err);
+
+  write_text(dir.file("problems.txt"), "dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1\n"
+                                       "dir=F,dtype=FP32,n=15,c=4,k=30,h=7,w=7,y=1,x=1\n");
+  r = run_cli(dir, "table " + model + " --problems " + dir.file("problems.txt") + " -o " + dir.file("t.inc"));
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "Tiny does not apply to 1 of 2 problems (" + dir.file("problems.txt") + ":2 `n % 2 == 0`)"),
+                r.err);
 }
 
 TEST_CASE("CLI: a model's search_width makes one candidate the best of a wider beam") {

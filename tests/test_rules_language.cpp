@@ -228,7 +228,7 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
   CHECK(compile_error("params a\nrequire a > 1 2\n") ==
         "t.tcr:2:15: unexpected '2' after the end of the statement");
   CHECK(compile_error("params a\nrequre a > 1\n") ==
-        "t.tcr:2:1: expected a statement (params, let, option, require, input, encode, range), found 'requre'");
+        "t.tcr:2:1: expected a statement (params, let, option, require, applies, input, encode, range), found 'requre'");
   CHECK(compile_error("params a, c\n") == "t.tcr:1:11: param 'c' clashes with a problem field of the same name");
   CHECK(compile_error("params a\nlet f(x) = x + a\nrequire f(1, 2) > 0\n") ==
         "t.tcr:3:9: let 'f' takes 1 arguments, 2 given");
@@ -253,6 +253,35 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
   CHECK(compile_error("input 2 x 2\nencode 0 0 standardize 1 0 n\n") ==
         "t.tcr:2:26: standard deviation must not be 0");
   CHECK(compile_error("range c 1 2048\n") == "t.tcr:1:1: range needs an 'input' statement");
+  // Applicability: the problem alone.
+  CHECK(compile_error("params a\nlet twice = 2 * a\napplies c > 0 && twice < 8\n") ==
+        "t.tcr:3:9: applies conditions read the problem alone ('a' is a tuning parameter; use require)");
+  CHECK(compile_error("params a\napplies 1 == 2\n") == "t.tcr:2:1: this kernel never applies: 1 == 2");
+  CHECK(compile_error("params a\napplies y == 1 && c % 2 == 0\n") == "(compiled)");
+}
+
+TEST_CASE("rules: applies statements compile to problem-only conditions, in order") {
+  rules::CompiledRules out;
+  const Status status = rules::compile("params a\nlet e = dtype == FP16 ? 2 : 1\napplies 1 == 1\n"
+                                       "applies y == 1 && x == 1\napplies c % e == 0\nrequire a <= c\n",
+                                       "t.tcr", &out);
+  REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
+  REQUIRE(out.applicability.size() == 2);  // the always-true one leaves nothing to check
+  CHECK(out.applicability[0].text == "y == 1 && x == 1");
+  CHECK(out.applicability[1].text == "c % e == 0");
+  CHECK(out.constraints.size() == 1);
+  auto holds = [&](size_t i, const char* problem_text) {
+    Problem problem;
+    REQUIRE(parse_problem(problem_text, &problem).is_ok());
+    const vm::ProgramView view = view_of(out.applicability[i].program);
+    REQUIRE(vm::verify(view, 0, "applies").is_ok());  // reads no parameter
+    int64_t result = 0;
+    return vm::evaluate(view, problem, nullptr, &result) && result != 0;
+  };
+  CHECK(holds(0, "n=1,c=3,k=1,h=1,w=1,y=1,x=1"));
+  CHECK_FALSE(holds(0, "n=1,c=3,k=1,h=1,w=1,y=3,x=3"));
+  CHECK(holds(1, "dtype=FP32,n=1,c=3,k=1,h=1,w=1"));
+  CHECK_FALSE(holds(1, "dtype=FP16,n=1,c=3,k=1,h=1,w=1"));
 }
 
 TEST_CASE("rules: feature encodings") {

@@ -342,6 +342,75 @@ TEST_CASE("rules perfdb: ConvAsmBwdWrW3x3 rules hold for every tuned row") {
   CHECK(failures(rules, rows).count > 0);
 }
 
+namespace {
+
+// For each of the rules' applicability conditions, the rows that fail it.
+std::vector<Failures> applicability_failures(const rules::CompiledRules& rules, const std::vector<PerfDbRow>& rows) {
+  std::vector<Failures> out(rules.applicability.size());
+  for (size_t i = 0; i < rules.applicability.size(); ++i) {
+    const ir::Constraint& c = rules.applicability[i];
+    REQUIRE(vm::verify(view_of(c.program), 0, c.text.c_str()).is_ok());
+    for (const PerfDbRow& row : rows) {
+      int64_t result = 0;
+      if (vm::evaluate(view_of(c.program), row.problem, nullptr, &result) && result != 0) continue;
+      ++out[i].count;
+      if (out[i].first.size() < 3) {
+        char problem[512];
+        format_problem(row.problem, problem, sizeof(problem));
+        out[i].first.push_back(problem);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("rules perfdb: every tuned row meets its kernel's applies conditions, but gfx900's WrW3x3 stride-2 rows") {
+  TUNECAST_REQUIRE_SHARED_DATA();
+  for (const char* kernel : {"ConvAsm1x1U", "ConvOclDirectFwd1x1", "ConvAsmBwdWrW1x1", "ConvAsmBwdWrW3x3"}) {
+    const rules::CompiledRules rules = load_rules(kernel);
+    CHECK(rules.applicability.size() >= 3);
+    for (const char* db : {"gfx900_56.db", "gfx906_60.db"}) {
+      INFO(kernel << " on " << db);
+      const std::vector<PerfDbRow> rows = load_rows(db, kernel);
+      REQUIRE(!rows.empty());
+      const std::vector<Failures> failed = applicability_failures(rules, rows);
+      for (size_t i = 0; i < failed.size(); ++i) {
+        INFO("applies " << rules.applicability[i].text);
+        // Spec "Exception, gfx900 stride-2 rows": older tunings; on gfx9 the solver runs stride 1 only.
+        const bool stride_rule = rules.applicability[i].text == "stride_h == 1 && stride_w == 1";
+        const int expected = std::string(kernel) == "ConvAsmBwdWrW3x3" && stride_rule &&
+                                     std::string(db) == "gfx900_56.db" ? 388 : 0;
+        CHECK_MESSAGE(failed[i].count == expected, describe(failed[i]));
+      }
+    }
+  }
+  // And problems outside them fail: a 3x3 filter for a 1x1 kernel, WrW3x3 without its pad,
+  // ConvAsm1x1U backward-weights, a BF16 WrW3x3 problem.
+  auto fails = [](const char* kernel, const char* text) {
+    const rules::CompiledRules rules = load_rules(kernel);
+    Problem problem;
+    REQUIRE(parse_problem(text, &problem).is_ok());
+    for (const ir::Constraint& c : rules.applicability) {
+      int64_t result = 0;
+      if (!vm::evaluate(view_of(c.program), problem, nullptr, &result) || result == 0) return true;
+    }
+    return false;
+  };
+  const char* asm_problem = "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906";
+  const char* wrw3_problem = "dir=W,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=3,x=3,pad_h=1,pad_w=1,arch=gfx906";
+  CHECK_FALSE(fails("ConvAsm1x1U", asm_problem));
+  CHECK(fails("ConvAsm1x1U", "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=3,x=3,arch=gfx906"));
+  CHECK(fails("ConvAsm1x1U", "dir=W,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906"));
+  CHECK_FALSE(fails("ConvOclDirectFwd1x1", asm_problem));
+  CHECK(fails("ConvOclDirectFwd1x1", "dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,g=2,arch=gfx906"));
+  CHECK_FALSE(fails("ConvAsmBwdWrW3x3", wrw3_problem));
+  CHECK(fails("ConvAsmBwdWrW3x3", "dir=W,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=3,x=3,arch=gfx906"));
+  CHECK(fails("ConvAsmBwdWrW3x3", "dir=W,dtype=BF16,n=16,c=64,k=128,h=28,w=28,y=3,x=3,pad_h=1,pad_w=1,arch=gfx906"));
+  CHECK(fails("ConvAsmBwdWrW1x1", wrw3_problem));
+}
+
 TEST_CASE("rules perfdb: the perf DB reader maps config columns to problem fields") {
   TUNECAST_REQUIRE_SHARED_DATA();
   PerfDb db;

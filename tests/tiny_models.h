@@ -105,6 +105,7 @@ inline tunecast::Status tiny_seq2seq_with_rules(tiny_ir::Model* out, const char*
   tunecast::rules::CompiledRules rules;
   TUNECAST_RETURN_IF_ERROR(tunecast::rules::compile(rules_text, "tiny.tcr", &rules));
   out->constraints = rules.constraints;
+  out->applicability = rules.applicability;
   out->encoding = rules.encoding;
   out->encoding->required_fields = rules.fields_used;
   out->encoding->ranges = {{"n", 1, 64}};

@@ -50,6 +50,10 @@ Status check_beam_width(const char* what, int width);
 // Names of the problem fields whose bits are set in `mask` (PredictInfo::out_of_range_fields).
 std::vector<std::string> field_names(uint32_t mask);
 
+// "ConvAsmBwdWrW3x3 does not apply to this problem: `stride_h == 1 && stride_w == 1` fails" for
+// PredictInfo::not_applicable (the kernel named by the model's metadata solver).
+std::string not_applicable_note(const Model& model, int condition);
+
 // One note per field of `mask`: its value in `problem` and the model's training range, e.g.
 // "y is 3 (always 1 in training)" or "dir is W (F..B in training)".
 std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask);

@@ -94,6 +94,12 @@ std::vector<std::string> field_names(uint32_t mask) {
   return names;
 }
 
+std::string not_applicable_note(const Model& model, int condition) {
+  const char* solver = model.metadata("solver");
+  return std::string(solver ? solver : "the kernel") + " does not apply to this problem: `" +
+         applicability_text(model, condition) + "` fails";
+}
+
 std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask) {
   auto text = [](ProblemField field, int64_t value) {
     const char* symbol = problem_symbol_name(field, value);

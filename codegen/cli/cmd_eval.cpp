@@ -181,7 +181,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "is the best of a W-wide search instead of the greedy one (default: the model's metadata\n"
         "search_width, else 1, the paper's protocol; --search-width 1 forces it).\n"
         "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"cut_short\", \"invalid_rate\",\n"
-        "\"baselines\", \"search_width\", ...}.\n"
+        "\"baselines\", \"search_width\", \"in_sample_problems\", \"not_applicable\", ...}.\n"
+        "Problems that fail the model's applicability conditions (its rules' `applies`: MIOpen\n"
+        "would not run the kernel there today, e.g. gfx900's ConvAsmBwdWrW3x3 stride-2 rows) are\n"
+        "scored like the rest; a note and \"not_applicable\" count them.\n"
         "--candidates FILE.jsonl writes one JSON object per evaluated problem, in DB config order:\n"
         "{\"config_id\", \"problem\" (the DB's descriptor), \"problem_args\" (the same for tunecast predict\n"
         "--problem), \"split\", \"tuned\", \"rank\" (1-based place of\n"
@@ -336,6 +339,30 @@ int cmd_eval(const std::vector<std::string>& argv) {
     }
   }
 
+  // Problems the kernel's applicability conditions exclude (perf DBs keep older tunings, e.g.
+  // gfx900's WrW3x3 stride-2 rows): scored like the rest, counted so the figures can be read.
+  std::map<int, size_t> inapplicable_by_condition;
+  size_t inapplicable = 0;
+  for (const PerfDbRow& r : evaluated) {
+    int condition = -1;
+    if (!check_applicability(model, r.problem, &condition)) {
+      ++inapplicable;
+      ++inapplicable_by_condition[condition];
+    }
+  }
+  if (inapplicable > 0) {
+    std::string which;
+    for (const auto& [condition, count] : inapplicable_by_condition) {
+      which += (which.empty() ? "" : ", ") + std::string("`") + applicability_text(model, condition) + "` " +
+               std::to_string(count);
+    }
+    std::fprintf(stderr,
+                 "eval: note: %zu of %zu evaluated problems fail the model's applicability conditions (the "
+                 "first failing: %s): MIOpen would not run the kernel there today; they are scored like "
+                 "the rest\n",
+                 inapplicable, evaluated.size(), which.c_str());
+  }
+
   // Runtime predictions, problems spread over threads. Each k takes the first k candidates of a
   // beam of max(k, search width): the ks that share a width share one search, run once with room
   // for the largest of them (the output capacity only cuts the list).
@@ -441,6 +468,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["removed_by_constraints"] = removed;
   j["in_sample_splits"] = in_sample;
   j["in_sample_problems"] = in_sample_count;
+  j["not_applicable"] = inapplicable;
 
   Scores frequent_scores(ks), nearest_scores(ks);
   const bool baselines = !args.has("no-baselines");

@@ -49,7 +49,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     std::printf(
         "usage: tunecast inspect MODEL.tcm [--json]\n\n"
         "Prints a model's metadata, layers with shapes and weight counts, vocabulary per\n"
-        "parameter position, constraints, feature encoding and the scratch memory a prediction\n"
+        "parameter position, constraints, feature encoding, the conditions under which the kernel\n"
+        "applies (its rules' `applies` statements) and the scratch memory a prediction\n"
         "needs. --json prints one object (arch, solver, precisions, parameters, sizes).\n");
     return 0;
   }
@@ -96,6 +97,11 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     j["parameters"] = params;
     j["tokens"] = model.token_count();
     j["constraints"] = root->constraints() ? root->constraints()->size() : 0;
+    nlohmann::json applies = nlohmann::json::array();
+    for (uint32_t i = 0; root->applicability() && i < root->applicability()->size(); ++i) {
+      applies.push_back(applicability_text(model, static_cast<int>(i)));
+    }
+    j["applies"] = applies;
     j["has_encoding"] = root->encoding() != nullptr;
     j["scratch_bytes"] = {{"1", model.scratch_bytes(1)}, {"10", model.scratch_bytes(10)},
                           {"100", model.scratch_bytes(100)}};
@@ -161,6 +167,12 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       for (const auto* f : *enc->required_fields()) std::printf(" %s", f->c_str());
     }
     std::printf("\n");
+  }
+  if (root->applicability() && root->applicability()->size() > 0) {
+    std::printf("applies when (reported by predict and eval, not enforced):\n");
+    for (uint32_t i = 0; i < root->applicability()->size(); ++i) {
+      std::printf("  %s\n", applicability_text(model, static_cast<int>(i)));
+    }
   }
   std::printf("scratch bytes: beam 1: %zu, beam 10: %zu, beam 100: %zu\n", model.scratch_bytes(1),
               model.scratch_bytes(10), model.scratch_bytes(100));

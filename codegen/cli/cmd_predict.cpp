@@ -145,6 +145,8 @@ int cmd_predict(const std::vector<std::string>& argv) {
     j["rejected_by_constraints"] = info.rejected_by_constraints;
     j["beam_pruned"] = info.beam_pruned;
     j["out_of_range_fields"] = field_names(info.out_of_range_fields);
+    j["applicable"] = info.not_applicable < 0;
+    if (info.not_applicable >= 0) j["not_applicable"] = applicability_text(model, info.not_applicable);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -153,6 +155,12 @@ int cmd_predict(const std::vector<std::string>& argv) {
                  "tunecast: warning: problem field %s: outside what the model learned from; the "
                  "prediction is an extrapolation\n",
                  note.c_str());
+  }
+  if (info.not_applicable >= 0) {
+    std::fprintf(stderr,
+                 "tunecast: warning: %s (the model's rules: MIOpen would not run the kernel here); the "
+                 "candidates still meet its validity rules\n",
+                 not_applicable_note(model, info.not_applicable).c_str());
   }
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,

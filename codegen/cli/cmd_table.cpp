@@ -27,6 +27,7 @@ struct Row {
   Status status;     // of the prediction
   Candidate best;
   uint32_t out_of_range_fields = 0;  // PredictInfo's: fields outside the training ranges
+  int not_applicable = -1;           // PredictInfo's: the first applicability condition it fails
 };
 
 Status read_problems(const std::string& path, std::vector<Row>* rows) {
@@ -69,7 +70,27 @@ void predict_all(const Model& model, const PredictOptions& options, int threads,
                                              options.beam_width, &info);
                         if (row.status) row.best = buffers.out[0];
                         row.out_of_range_fields = info.out_of_range_fields;
+                        row.not_applicable = info.not_applicable;
                       });
+}
+
+// One warning for the problems the kernel does not apply to (its rules' `applies`), naming the
+// first few with the condition each fails.
+void warn_not_applicable(const Model& model, const std::string& path, const std::vector<Row>& rows) {
+  size_t count = 0;
+  std::string examples;
+  for (const Row& row : rows) {
+    if (row.not_applicable < 0) continue;
+    if (++count > 3) continue;
+    examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " `" +
+                applicability_text(model, row.not_applicable) + "`";
+  }
+  if (count == 0) return;
+  const char* solver = model.metadata("solver");
+  std::fprintf(stderr,
+               "tunecast: warning: %s does not apply to %zu of %zu problems (%s%s): MIOpen would not run "
+               "the kernel there; their rows are written all the same\n",
+               solver ? solver : "the kernel", count, rows.size(), examples.c_str(), count > 3 ? "; ..." : "");
 }
 
 // One warning for the problems whose fields lie outside the ranges the model was trained on
@@ -333,6 +354,7 @@ int cmd_table(const std::vector<std::string>& argv) {
   threads = std::min<int>(threads, static_cast<int>(rows.size()));
   predict_all(model, options, threads, &rows);
   warn_out_of_range(args.get("problems"), rows);
+  warn_not_applicable(model, args.get("problems"), rows);
 
   size_t found = 0;
   for (const Row& row : rows) found += row.status.is_ok();

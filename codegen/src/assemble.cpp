@@ -73,6 +73,7 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
       }
     }
     model->constraints = std::move(compiled.constraints);
+    model->applicability = std::move(compiled.applicability);
     if (compiled.encoding) model->encoding = std::move(compiled.encoding);
     add_fields(&fields, compiled.fields_used);
   }

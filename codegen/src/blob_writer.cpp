@@ -212,6 +212,11 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
                                                b.CreateString(c.text)));
   }
   const auto constraints_vec = b.CreateVector(constraints);
+  std::vector<Offset<fb::Constraint>> applicability;
+  for (const ir::Constraint& c : model.applicability) {
+    applicability.push_back(fb::CreateConstraint(b, 0, write_program(b, c.program), b.CreateString(c.text)));
+  }
+  const auto applicability_vec = b.CreateVector(applicability);
   Offset<fb::Encoding> encoding = model.encoding ? write_encoding(b, *model.encoding) : 0;
 
   std::vector<Offset<fb::MetadataEntry>> metadata;
@@ -230,6 +235,7 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
   mb.add_constraints(constraints_vec);
   if (!encoding.IsNull()) mb.add_encoding(encoding);
   mb.add_metadata(metadata_vec);
+  if (!model.applicability.empty()) mb.add_applicability(applicability_vec);
   fb::FinishModelBuffer(b, mb.Finish());
   blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

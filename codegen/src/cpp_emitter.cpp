@@ -608,6 +608,14 @@ class Emitter {
       p.text = c->text() ? c->text()->str() : "";
       constraints_.push_back(p);
     }
+    const auto* conditions = model_.root()->applicability();
+    for (uint32_t i = 0; conditions && i < conditions->size(); ++i) {
+      const schema::Constraint* c = conditions->Get(i);
+      Program p;
+      TUNECAST_RETURN_IF_ERROR(compile(c->program(), &p, format("applicability condition %u", i)));
+      p.text = c->text() ? c->text()->str() : "";
+      applicability_.push_back(p);
+    }
     if (encoding() && encoding()->features()) {
       for (uint32_t i = 0; i < encoding()->features()->size(); ++i) {
         const schema::FeatureEncoding* f = encoding()->features()->Get(i);
@@ -747,6 +755,8 @@ class Emitter {
     w.line("  // The constraints of positions < length; as tunecast::check_candidate.");
     w.line("  static bool check_candidate(const tunecast::Problem& problem, const int64_t* values,");
     w.line("                              int length, int* first_failed);");
+    w.line("  // The model's applicability conditions; as tunecast::check_applicability.");
+    w.line("  static bool check_applicability(const tunecast::Problem& problem, int* first_failed);");
     w.line("  static const char* parameter_name(int position);  // \"\" when out of range");
     w.line("  static const char* metadata(const char* key);      // nullptr when absent");
     w.line("};");
@@ -991,6 +1001,33 @@ class Emitter {
     w->line("}");
   }
 
+  // Applicability conditions: problem-only programs, evaluated as the blob runtime's
+  // check_applicability does (the first failing index, evaluation failures fail).
+  void write_applicability(Writer* w) {
+    for (size_t i = 0; i < applicability_.size(); ++i) {
+      const Program& p = applicability_[i];
+      w->line("// %s", comment_text(p.text).c_str());
+      w->line("bool applies_%zu(const tunecast::Problem& %s) {", i, p.fields ? "problem" : "/*problem*/");
+      write_locals(w, p);
+      if (uses_checked(p)) {
+        w->line("  tunecast::CheckedInt ok;");
+        w->line("  return ok.holds(%s);", p.expr.text.c_str());
+      } else {
+        w->line("  return %s;", p.expr.is_bool ? p.expr.text.c_str() : (operand(p.expr) + " != 0").c_str());
+      }
+      w->line("}");
+      w->blank();
+    }
+    w->line("// The index of the first applicability condition `problem` fails, -1 when it meets all.");
+    w->line("int first_inapplicable(const tunecast::Problem& problem) {");
+    if (applicability_.empty()) w->line("  (void)problem;  // a model without applicability conditions");
+    for (size_t i = 0; i < applicability_.size(); ++i) {
+      w->line("  if (!applies_%zu(problem)) return %zu;", i, i);
+    }
+    w->line("  return -1;");
+    w->line("}");
+  }
+
   void write_encoding(Writer* w) {
     const schema::Encoding* enc = encoding();
     const std::string& N = options_.name;
@@ -1032,7 +1069,7 @@ class Emitter {
     w->line("    int field = 0;");
     w->line("    while (!((missing >> field) & 1u)) ++field;");
     w->line("    return tunecast::Status::error(tunecast::StatusCode::kInvalidArgument,");
-    w->line("                                   \"problem field '%%s' is missing (the model's encoding reads it)\",");
+    w->line("                                   \"problem field '%%s' is missing (the model's encoding or rules read it)\",");
     w->line("                                   tunecast::problem_field_name(static_cast<tunecast::ProblemField>(field)));");
     w->line("  }");
     w->line("  std::memset(features, 0, kCount * sizeof(float));");
@@ -1163,6 +1200,8 @@ class Emitter {
     w.blank();
     write_constraints(&w);
     w.blank();
+    write_applicability(&w);
+    w.blank();
     w.line("// ---- network -----------------------------------------------------------------------------------");
     w.blank();
     TUNECAST_RETURN_IF_ERROR(write_graph(&w, enc_index));
@@ -1280,6 +1319,7 @@ class Emitter {
     w.line("  const uint32_t out_of_range = info->out_of_range_fields;");
     w.line("  const tunecast::Status status = search(scratch->features, &problem, options, *scratch, out, capacity, info);");
     w.line("  info->out_of_range_fields = out_of_range;");
+    w.line("  info->not_applicable = first_inapplicable(problem);");
     w.line("  return status;");
     w.line("}");
     w.blank();
@@ -1330,6 +1370,12 @@ class Emitter {
     w.line("  return true;");
     w.line("}");
     w.blank();
+    w.line("bool %s::check_applicability(const tunecast::Problem& problem, int* first_failed) {", N.c_str());
+    w.line("  const int failed = first_inapplicable(problem);");
+    w.line("  if (failed >= 0 && first_failed) *first_failed = failed;");
+    w.line("  return failed < 0;");
+    w.line("}");
+    w.blank();
     w.line("const char* %s::parameter_name(int position) {", N.c_str());
     w.line("  return position >= 0 && position < kParameterCount ? kParameterNames[position] : \"\";");
     w.line("}");
@@ -1353,6 +1399,7 @@ class Emitter {
   std::map<const schema::Layer*, std::string> layer_consts_;
   NameSet weight_names_;
   std::vector<Program> constraints_;
+  std::vector<Program> applicability_;
   std::vector<Program> features_;
 };
 

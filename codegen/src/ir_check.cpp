@@ -480,6 +480,12 @@ class Checker {
                     c.text.c_str(), c.position, positions);
       }
     }
+    for (size_t i = 0; i < model_.applicability.size(); ++i) {
+      if (model_.applicability[i].position != 0) {
+        return fail("applicability condition %zu ('%s') at position %u: it reads the problem alone", i,
+                    model_.applicability[i].text.c_str(), model_.applicability[i].position);
+      }
+    }
     return Status::ok();
   }
 

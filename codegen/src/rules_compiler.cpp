@@ -584,16 +584,17 @@ class Parser {
   void statement() {
     const Token& keyword = peek();
     if (keyword.kind != TokenKind::kIdent)
-      fail(keyword, "expected a statement (params, let, option, require, input, encode, range), found " +
+      fail(keyword, "expected a statement (params, let, option, require, applies, input, encode, range), found " +
                         describe(keyword));
     if (keyword.text == "params") return params_statement();
     if (keyword.text == "let") return let_statement();
     if (keyword.text == "option") return option_statement();
     if (keyword.text == "require") return require_statement();
+    if (keyword.text == "applies") return applies_statement();
     if (keyword.text == "input") return input_statement();
     if (keyword.text == "encode") return encode_statement();
     if (keyword.text == "range") return range_statement();
-    fail(keyword, "expected a statement (params, let, option, require, input, encode, range), found " +
+    fail(keyword, "expected a statement (params, let, option, require, applies, input, encode, range), found " +
                       describe(keyword));
   }
 
@@ -619,7 +620,8 @@ class Parser {
       }
       return;
     }
-    if (!lets_.empty() || !out_->constraints.empty()) fail(keyword, "params must come before every let and require");
+    if (!lets_.empty() || !out_->constraints.empty() || !out_->applicability.empty())
+      fail(keyword, "params must come before every let, require and applies");
     for (size_t i = 0; i < names.size(); ++i) declare_param(names[i], i, *at[i]);
     out_->params = names;
   }
@@ -677,6 +679,29 @@ class Parser {
     constraint.text = text;
     fields_used_ |= fields;
     out_->constraints.push_back(std::move(constraint));
+  }
+
+  // When the kernel applies at all: a condition on the problem (and options), never a parameter.
+  void applies_statement() {
+    const Token keyword = next();
+    const size_t first = pos_;
+    NodePtr tree = fold(number(expression()));
+    const std::string text = source_text(first);
+    if (is_const(tree)) {
+      if (tree->value == 0) fail(keyword, "this kernel never applies: " + text);
+      return;
+    }
+    int max_param = -1;
+    uint32_t fields = 0;
+    collect(*tree, &max_param, &fields);
+    if (max_param >= 0)
+      fail(tokens_[first], "applies conditions read the problem alone ('" + out_->params.at(max_param) +
+                               "' is a tuning parameter; use require)");
+    ir::Constraint condition;
+    condition.program = emit(*tree, 0, keyword, text);
+    condition.text = text;
+    fields_used_ |= fields;
+    out_->applicability.push_back(std::move(condition));
   }
 
   void input_statement() {

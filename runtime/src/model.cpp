@@ -623,6 +623,22 @@ Status Model::load(const void* data, size_t size, Model* out) {
     }
   }
 
+  // Applicability: problem-only programs (they read no parameter).
+  if (root->applicability() != nullptr) {
+    const uint32_t count = root->applicability()->size();
+    if (count > static_cast<uint32_t>(kMaxConstraints)) {
+      return Status::error(StatusCode::kUnsupported, "model has %u applicability conditions (at most %d)",
+                           count, kMaxConstraints);
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      const schema::Constraint* c = root->applicability()->Get(i);
+      char what[96];
+      std::snprintf(what, sizeof what, "applicability condition %u '%.48s'", i,
+                    c->text() ? c->text()->c_str() : "");
+      TUNECAST_RETURN_IF_ERROR(vm::verify(vm::view_of(c->program()), 0, what));
+    }
+  }
+
   // Encoding.
   if (const schema::Encoding* enc = root->encoding()) {
     const int graph_index = root->seq2seq() ? static_cast<int>(root->seq2seq()->encoder()) : 0;

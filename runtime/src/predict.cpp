@@ -205,7 +205,7 @@ Status encode_problem(const Model& model, const Problem& problem, float* feature
     int field = 0;
     while (!((missing >> field) & 1u)) ++field;
     return Status::error(StatusCode::kInvalidArgument,
-                         "problem field '%s' is missing (the model's encoding reads it)",
+                         "problem field '%s' is missing (the model's encoding or rules read it)",
                          problem_field_name(static_cast<ProblemField>(field)));
   }
   std::memset(features, 0, count * sizeof(float));
@@ -267,8 +267,10 @@ Status predict(const Model& model, const Problem& problem, const PredictOptions&
       size_t{model.root()->encoding()->rows()} * model.root()->encoding()->cols();
   TUNECAST_RETURN_IF_ERROR(
       encode_problem(model, problem, layout.features, feature_count, &info->out_of_range_fields));
-  return beam_search(model, layout.features, feature_count, &problem, options, layout, out,
-                     capacity, info);
+  const Status status = beam_search(model, layout.features, feature_count, &problem, options, layout,
+                                    out, capacity, info);
+  check_applicability(model, problem, &info->not_applicable);
+  return status;
 }
 
 Status predict_from_features(const Model& model, const float* features, size_t feature_count,
@@ -320,6 +322,26 @@ Status run_graph(const Model& model, int graph_index, int batch, const float* co
     detail::read_value(arena, id, g.value_cols[id], outputs[i]);
   }
   return Status::ok();
+}
+
+bool check_applicability(const Model& model, const Problem& problem, int* first_failed) {
+  const auto* conditions = model.root() ? model.root()->applicability() : nullptr;
+  if (conditions == nullptr) return true;
+  for (uint32_t i = 0; i < conditions->size(); ++i) {
+    int64_t result = 0;
+    if (!vm::evaluate(vm::view_of(conditions->Get(i)->program()), problem, nullptr, &result) || result == 0) {
+      if (first_failed) *first_failed = static_cast<int>(i);
+      return false;
+    }
+  }
+  return true;
+}
+
+const char* applicability_text(const Model& model, int index) {
+  const auto* conditions = model.root() ? model.root()->applicability() : nullptr;
+  if (conditions == nullptr || index < 0 || static_cast<uint32_t>(index) >= conditions->size()) return "";
+  const flatbuffers::String* text = conditions->Get(static_cast<uint32_t>(index))->text();
+  return text ? text->c_str() : "";
 }
 
 bool check_candidate(const Model& model, const Problem& problem, const int64_t* values, int length,

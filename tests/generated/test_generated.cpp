@@ -53,6 +53,22 @@ std::vector<Problem> problems() {
       }
     }
   }
+  // 3x3 weight-gradient problems (ConvAsmBwdWrW3x3 applies to the stride-1 ones).
+  for (const char* dtype : {"FP32", "FP16"}) {
+    for (int n : {2, 16}) {
+      for (int c : {64, 256}) {
+        for (int hw : {14, 56}) {
+          for (int stride : {1, 2}) {
+            out.push_back(make_problem("dir=W,dtype=" + std::string(dtype) + ",n=" + std::to_string(n) +
+                                       ",c=" + std::to_string(c) + ",k=128,h=" + std::to_string(hw) +
+                                       ",w=" + std::to_string(hw) + ",y=3,x=3,pad_h=1,pad_w=1,u=" +
+                                       std::to_string(stride) + ",v=" + std::to_string(stride) +
+                                       (index++ % 2 ? ",arch=gfx906" : ",arch=gfx900")));
+          }
+        }
+      }
+    }
+  }
   for (const char* edge : {
            "dir=F,dtype=FP32,n=4611686018427387904,c=64,k=64,h=28,w=28,y=1,x=1",
            "dir=B,dtype=FP32,n=8,c=64,k=64,h=4294967296,w=4294967296,y=1,x=1,u=2,v=2",
@@ -91,6 +107,7 @@ void check_same(const char* what, const Status& a, const PredictInfo& ia, const 
   CHECK(ia.beam_pruned == ib.beam_pruned);
   CHECK(ia.rejected_by_validator == ib.rejected_by_validator);
   CHECK(ia.failed_position == ib.failed_position);
+  CHECK(ia.not_applicable == ib.not_applicable);
   for (int i = 0; i < ia.candidates && i < ib.candidates; ++i) {
     CHECK(std::memcmp(&ca[i].score, &cb[i].score, sizeof(float)) == 0);
     CHECK(ca[i].length == cb[i].length);
@@ -126,6 +143,7 @@ void check_parity(const char* name, const unsigned char* blob, size_t size) {
 
   int compared = 0;
   int succeeded = 0;
+  int applicable = 0;  // of those that succeeded
   for (const int beam : {1, 4, Generated::kMaxBeam}) {
     PredictOptions options;
     options.beam_width = beam;
@@ -141,6 +159,14 @@ void check_parity(const char* name, const unsigned char* blob, size_t size) {
                                           f.blob_scratch.size(), a, beam, &ia);
       const Status sb = Generated::predict(list[i], options, f.scratch.get(), b, beam, &ib);
       check_same("predict", sa, ia, a, sb, ib, b);
+      int inapplicable_a = -2, inapplicable_b = -2;
+      CHECK(tunecast::check_applicability(f.model, list[i], &inapplicable_a) ==
+            Generated::check_applicability(list[i], &inapplicable_b));
+      CHECK(inapplicable_a == inapplicable_b);
+      if (sa.is_ok()) {
+        CHECK(ia.not_applicable == (inapplicable_a == -2 ? -1 : inapplicable_a));
+        applicable += ia.not_applicable < 0;
+      }
       ++compared;
       succeeded += sa.is_ok();
       // The encoding, constraints on the winners, and prediction from raw features without a problem.
@@ -169,8 +195,15 @@ void check_parity(const char* name, const unsigned char* blob, size_t size) {
       }
     }
   }
-  MESSAGE(std::string(name) << ": " << compared << " predictions identical (" << succeeded << " found a candidate)");
+  MESSAGE(std::string(name) << ": " << compared << " predictions identical (" << succeeded << " found a candidate, "
+                            << applicable << " of them for a problem the kernel applies to)");
   CHECK(succeeded > compared / 2);
+  // The grid holds problems each shipped kernel applies to and problems it does not (other
+  // directions, filters, strides), so both branches of the generated conditions are compared.
+  if (f.model.root()->applicability() && f.model.root()->applicability()->size() > 0) {
+    CHECK(applicable > 0);
+    CHECK(applicable < succeeded);
+  }
 }
 
 template <typename Generated>

@@ -52,6 +52,11 @@ struct PredictInfo {
   int64_t rejected_by_constraints = 0; // expansions the constraints removed
   int64_t rejected_by_validator = 0;   // expansions the Validator removed
   int failed_position = -1;            // position where every hypothesis died, when none survived
+  // Index of the first of the model's applicability conditions (its rules' `applies` statements,
+  // MIOpen's IsApplicable) the problem fails, -1 when it meets them all or the model has none.
+  // Reported, not enforced: the search runs anyway (perf DBs hold older tunings where today's
+  // MIOpen would not run the kernel).
+  int not_applicable = -1;
   // The beam was full and left expansions out (unchecked ones included). When false the search
   // was exhaustive: fewer candidates than the beam width means no other vector passes the
   // constraints. When true, hypotheses the beam kept may have died at later positions in place of
@@ -83,6 +88,14 @@ Status encode_problem(const Model& model, const Problem& problem, float* feature
 Status run_graph(const Model& model, int graph_index, int batch, const float* const* inputs,
                  int input_count, float* const* outputs, int output_count, void* scratch,
                  size_t scratch_size);
+
+// Whether `problem` meets every applicability condition of the model (true when it has none);
+// *first_failed (if not null) gets the index of the first that fails. A condition whose evaluation
+// fails (division by zero, overflow) counts as failed.
+bool check_applicability(const Model& model, const Problem& problem, int* first_failed);
+
+// The source text of applicability condition `index` ("" when out of range), for messages.
+const char* applicability_text(const Model& model, int index);
 
 // Evaluates the model's constraints on the first `length` parameter values (those placed at
 // positions < length), e.g. a complete vector from eval or a perf DB. Returns true when every one

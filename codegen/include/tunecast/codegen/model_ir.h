@@ -144,6 +144,7 @@ struct Model {
   std::vector<Constraint> constraints;
   std::optional<Encoding> encoding;
   std::map<std::string, std::string> metadata;
+  std::vector<Constraint> applicability;  // `applies` statements: the problem alone, position 0
 };
 
 }  // namespace tunecast::ir

@@ -18,6 +18,7 @@ namespace tunecast::rules {
 struct CompiledRules {
   std::vector<std::string> params;          // from `params` statement (empty if none)
   std::vector<ir::Constraint> constraints;  // position = max param position referenced (0 if none)
+  std::vector<ir::Constraint> applicability;  // `applies` statements (problem alone, position 0)
   std::optional<ir::Encoding> encoding;     // present if the text has an `input` statement
   std::vector<std::string> fields_used;     // canonical problem field names read anywhere
 };
