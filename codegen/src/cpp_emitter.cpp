@@ -945,19 +945,24 @@ class Emitter {
 
   static bool uses_checked(const Program& p) { return p.expr.text.find("ok.") != std::string::npos; }
 
+  // The body of a function that returns whether program `p` holds (false when evaluation fails).
+  void write_condition_body(Writer* w, const Program& p) {
+    write_locals(w, p);
+    if (uses_checked(p)) {
+      w->line("  tunecast::CheckedInt ok;");
+      w->line("  return ok.holds(%s);", p.expr.text.c_str());
+    } else {
+      w->line("  return %s;", p.expr.is_bool ? p.expr.text.c_str() : (operand(p.expr) + " != 0").c_str());
+    }
+  }
+
   void write_constraints(Writer* w) {
     for (size_t i = 0; i < constraints_.size(); ++i) {
       const Program& p = constraints_[i];
       w->line("// %s", comment_text(p.text).c_str());
       w->line("bool constraint_%zu(const tunecast::Problem& %s, const int64_t* %s) {", i,
               p.fields ? "problem" : "/*problem*/", p.params ? "params" : "/*params*/");
-      write_locals(w, p);
-      if (uses_checked(p)) {
-        w->line("  tunecast::CheckedInt ok;");
-        w->line("  return ok.holds(%s);", p.expr.text.c_str());
-      } else {
-        w->line("  return %s;", p.expr.is_bool ? p.expr.text.c_str() : (operand(p.expr) + " != 0").c_str());
-      }
+      write_condition_body(w, p);
       w->line("}");
       w->blank();
     }
@@ -1008,13 +1013,7 @@ class Emitter {
       const Program& p = applicability_[i];
       w->line("// %s", comment_text(p.text).c_str());
       w->line("bool applies_%zu(const tunecast::Problem& %s) {", i, p.fields ? "problem" : "/*problem*/");
-      write_locals(w, p);
-      if (uses_checked(p)) {
-        w->line("  tunecast::CheckedInt ok;");
-        w->line("  return ok.holds(%s);", p.expr.text.c_str());
-      } else {
-        w->line("  return %s;", p.expr.is_bool ? p.expr.text.c_str() : (operand(p.expr) + " != 0").c_str());
-      }
+      write_condition_body(w, p);
       w->line("}");
       w->blank();
     }
