@@ -49,6 +49,9 @@ def parse():
     ap.add_argument("--layers", type=int, default=2, help="transformer: decoder blocks")
     ap.add_argument("--heads", type=int, default=4, help="transformer: attention heads (must divide --units)")
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--kernel-features", action="store_true",
+                    help="add the kernel-aware encoder features of tools/tunecast_train/features.py "
+                         "KERNEL_CANDIDATES (solvers listed there only)")
     ap.add_argument("--label-smoothing", type=float, default=0.1,
                     help="mass spread over the current position's tokens")
     ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
@@ -94,6 +97,9 @@ def parse():
         ap.error(f"--tunecast: --model {args.model} is a study model with no tunecast export to check")
     if not 0 <= args.stop_epoch <= args.epochs:
         ap.error(f"--stop-epoch must be within 1..--epochs ({args.epochs}), got {args.stop_epoch}")
+    if args.kernel_features and args.solver not in features.KERNEL_CANDIDATES:
+        ap.error(f"--kernel-features: none defined for {args.solver} (tools/tunecast_train/features.py "
+                 f"KERNEL_CANDIDATES has {', '.join(features.KERNEL_CANDIDATES)})")
     return args
 
 
@@ -145,7 +151,8 @@ def main():
 
     vocab = data.Vocabulary.from_rows(data.SOLVER_PARAMS[args.solver], train)
     layout = models.MODELS[args.model].layout
-    enc = features.Encoding.select(data.fields_matrix(train), layout)
+    extra = features.KERNEL_CANDIDATES[args.solver] if args.kernel_features else ()
+    enc = features.Encoding.select(data.fields_matrix(train), layout, extra)
     Xtr = enc.matrix(data.fields_matrix(train))
     f = enc.values(Xtr)
     mean, std = f.mean(0), f.std(0)

@@ -130,6 +130,25 @@ CANDIDATES = [
 ]
 
 
+# Kernel-aware candidates (train.py --kernel-features): quantities the kernel's rules
+# (weights/rules/<solver>.tcr) derive from the problem and its tuning choices hinge on, which log2
+# sizes give an MLP only approximately: ceilings, caps and divisibility of per-group channels.
+_E = "(dtype == FP16 ? 2 : 1)"                      # elements per 32-bit word
+_OW = "(stride_w * (w - 1) + 1)"                    # x width (stride 2: the narrower reading)
+_OH = "(stride_h * (h - 1) + 1)"
+_W_VEC = f"(({_OW} + {_E} - 1) / {_E})"
+KERNEL_CANDIDATES = {
+    "ConvAsmBwdWrW3x3": [
+        ("raw", f"({_W_VEC} + 15) / 16"),            # g_in0 for chunk_size 16
+        ("raw", f"({_W_VEC} + 6) / 7"),              # g_in0 for chunk_size 8
+        ("raw", f"{_OH} < 16 ? {_OH} : 16"),         # pipe_lines_depth's cap
+        ("raw", "n < 8 ? n : 8"),                    # n_per_group's cap
+        ("raw", _tz("c / g")), ("raw", _tz("k / g")),  # chunk_size / k_per_wave divisibility per group
+        ("raw", f"{_OW} < 48"),                      # the static default's chunk_size switch
+    ],
+}
+
+
 def _apply(transform, values):
     if transform == "log2":
         return np.log2(np.maximum(values, 1)).astype(np.float64)
@@ -191,10 +210,11 @@ class Encoding:
         self.exprs["1"] = Expr("1")
 
     @classmethod
-    def select(cls, train_fields, layout):
+    def select(cls, train_fields, layout, extra=()):
+        """The CANDIDATES (then `extra`, e.g. KERNEL_CANDIDATES[solver]) that vary on the training rows."""
         env = _env(train_fields)
         kept = []
-        for tr, e in CANDIDATES:
+        for tr, e in list(CANDIDATES) + list(extra):
             v = _apply(tr, Expr(e).eval(env, len(train_fields)))
             if v.std() > 1e-9:
                 kept.append((tr, e))
