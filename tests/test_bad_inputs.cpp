@@ -408,7 +408,7 @@ TEST_CASE("bad problems: unknown, repeated, malformed and missing fields") {
   huge.set(ProblemField::kN, int64_t{1} << 62);
   huge.set(ProblemField::kC, 8);
   CHECK_ERROR(predict(c.model, huge, PredictOptions(), scratch.data(), scratch.size(), out, 1, &info),
-              StatusCode::kInvalidArgument, "encoding feature 0 ('n * c') cannot be computed");
+              StatusCode::kInvalidArgument, "encoding feature 0 (encode 0 0: 'n * c') cannot be computed");
 }
 
 TEST_CASE("a feature outside the training range: predict works and says so") {
@@ -554,7 +554,7 @@ TEST_CASE("CLI: bad problems and beam widths; a field outside the training range
   write_blob_file(dir.file("fixed.tcm"), fixed);
   const CliResult w = run_cli(dir, "predict " + dir.file("fixed.tcm") + " --problem dir=W,dtype=FP32,n=8,c=4,k=30,h=7,w=7,y=3");
   CHECK_MESSAGE(w.exit_code == 0, w.err);
-  CHECK_MESSAGE(contains(w.err, "problem field dir is W (F..B in training)"), w.err);
+  CHECK_MESSAGE(contains(w.err, "problem field dir is W (F or B in training)"), w.err);
   CHECK_MESSAGE(contains(w.err, "problem field y is 3 (always 1 in training)"), w.err);
   CHECK_FALSE(contains(w.err, "field n "));
 }
@@ -756,15 +756,16 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   CHECK(nlohmann::json::parse(r.out)["in_sample_splits"] == nlohmann::json({"train", "val"}));
   CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == per_split["train"] + per_split["val"]);
   CHECK_MESSAGE(contains(r.err, std::to_string(per_split["train"] + per_split["val"]) +
-                                    " of 12 evaluated problems are among its train, val problems (fit_on "
-                                    "train+val, split seed 0)"),
+                                    " of 12 evaluated problems are among the train, val problems it learned "
+                                    "(fit_on train+val, split seed 0)"),
                 r.err);
   // With the model's own DB named, a holdout's problems count as what they are: never learned.
   r = run_cli(dir, "eval " + dir.file("refit.tcm") + " --perfdb " + dir.file("holdout.db") +
                        " --solver Tiny --beam 1,2 --json --train-perfdb " + dir.file("tiny.db"));
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == 0);
-  CHECK_MESSAGE(contains(r.err, "0 of 12 evaluated problems are among the train, val problems of"), r.err);
+  CHECK_MESSAGE(contains(r.err, "0 of 12 evaluated problems are problems of"), r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_basis"] == "train_perfdb");
   CHECK_MESSAGE(contains(r.err, "every figure is out-of-sample"), r.err);
   r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --train-perfdb " + dir.file("tiny.db") + " --no-baselines");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -813,6 +814,14 @@ TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval 
   CHECK(j["applicable"] == false);
   CHECK(j["not_applicable"] == "n % 2 == 0");
   CHECK_FALSE(j["candidates"].empty());
+  // From the encoder input itself: a --problem is still checked; without one nothing is known.
+  r = run_cli(dir, "predict " + model + " --json --features 5.9 --problem dir=F,dtype=FP32,n=1000,c=4,k=30,h=7,w=7,y=1,x=1");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["applicable"] == true);
+  CHECK(nlohmann::json::parse(r.out)["out_of_range_fields"] == nlohmann::json({"n"}));
+  r = run_cli(dir, "predict " + model + " --json --features 5.9");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["applicable"].is_null());
 
   r = run_cli(dir, "inspect " + model + " --json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -822,9 +831,13 @@ TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval 
   make_tiny_perf_db(dir.file("tiny.db"), [](int) { return "10,20,30"; });
   r = run_cli(dir, "eval " + model + " --perfdb " + dir.file("tiny.db") + " --solver Tiny --beam 1 --json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  CHECK(nlohmann::json::parse(r.out)["not_applicable"] == 6);
+  CHECK(nlohmann::json::parse(r.out)["not_applicable_problems"] == 6);
+  CHECK(nlohmann::json::parse(r.out)["not_applicable_by_condition"] == nlohmann::json({{"n % 2 == 0", 6}}));
   CHECK(nlohmann::json::parse(r.out)["n"] == 12);  // scored all the same
   CHECK_MESSAGE(contains(r.err, "6 of 12 evaluated problems fail the model's applicability conditions"), r.err);
+  // Every row evaluated (--split all) leaves the baselines nothing to learn from: said, not silent.
+  CHECK_MESSAGE(contains(r.err, "eval: note: no baselines: no train rows of"), r.err);
+  CHECK_FALSE(nlohmann::json::parse(r.out).contains("baselines"));
 
   write_text(dir.file("problems.txt"), "dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1\n"
                                        "dir=F,dtype=FP32,n=15,c=4,k=30,h=7,w=7,y=1,x=1\n");

@@ -59,10 +59,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="+", help="folders holding model.tcir.json and model.tce (weights/<solver>, a run)")
     ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
-                    help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py")
+                    help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py "
+                         "(default: %(default)s)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file's ranges differ")
     args = ap.parse_args()
     for folder in args.folders:
+        if not os.path.isdir(folder):
+            fail(f"{folder}: no such folder")
         for f in ("model.tcir.json", "model.tce"):
             if not os.path.isfile(os.path.join(folder, f)):
                 fail(f"{folder}: no {f} (give a folder written by tools/train.py or tools/ship_ensemble.py)")

@@ -55,7 +55,8 @@ std::vector<std::string> field_names(uint32_t mask);
 std::string not_applicable_note(const Model& model, int condition);
 
 // One note per field of `mask`: its value in `problem` and the model's training range, e.g.
-// "y is 3 (always 1 in training)" or "dir is W (F..B in training)".
+// "y is 3 (always 1 in training)", "n is 4096 (1..1024 in training)" or "dir is W (F or B in
+// training)".
 std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask);
 
 // One thread's prediction buffers, sized for beams up to the max_beam given to predict_in_parallel.

@@ -115,9 +115,18 @@ std::vector<std::string> out_of_range_notes(const Model& model, const Problem& p
       const schema::FeatureRange* range = enc->ranges()->Get(i);
       ProblemField named;
       if (!find_problem_field(range->field()->string_view(), &named) || named != field) continue;
-      note += range->min() == range->max()
-                  ? " (always " + text(field, range->min()) + " in training)"
-                  : " (" + text(field, range->min()) + ".." + text(field, range->max()) + " in training)";
+      if (range->min() == range->max()) {
+        note += " (always " + text(field, range->min()) + " in training)";
+      } else if (problem_symbol_name(field, range->min()) != nullptr && range->max() - range->min() < 8) {
+        // Named values are listed ("FP32 or FP16"), not written as an interval.
+        std::string values;
+        for (int64_t v = range->min(); v <= range->max(); ++v) {
+          values += (v == range->min() ? "" : v == range->max() ? " or " : ", ") + text(field, v);
+        }
+        note += " (" + values + " in training)";
+      } else {
+        note += " (" + text(field, range->min()) + ".." + text(field, range->max()) + " in training)";
+      }
     }
     notes.push_back(note);
   }

@@ -179,10 +179,19 @@ int finish(const char* command, ir::Model* model, const Args& args,
   for (const ir::Graph& g : model->graphs) {
     for (const ir::Layer& l : g.layers) weights += l.kernel.data.size() + l.recurrent.data.size() + l.bias.size();
   }
-  std::printf("%s: wrote %s (%zu bytes; %zu graphs, %zu %s weights, %zu parameters, %zu constraints%s)\n",
+  std::printf("%s: wrote %s (%zu bytes; %zu graphs, %zu %s weights, %zu parameters, %zu constraints%s%s)\n",
               command, args.get("output").c_str(), blob.size(), model->graphs.size(), weights, storage.c_str(),
               model->vocabulary.parameters.size(), model->constraints.size(),
+              model->applicability.empty() ? "" : (", " + std::to_string(model->applicability.size()) +
+                                                   " applicability conditions").c_str(),
               model->encoding ? ", feature encoding" : "");
+  if (!model->encoding && model->metadata.count("encoding_digest")) {
+    std::fprintf(stderr,
+                 "tunecast: warning: the model was trained with a feature encoding (metadata encoding_digest) "
+                 "and none was given: %s predicts from --features only, not from --problem (pass the "
+                 "model.tce exported with it as --encoding)\n",
+                 args.get("output").c_str());
+  }
   return 0;
 }
 

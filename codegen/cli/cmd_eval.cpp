@@ -67,15 +67,19 @@ size_t count_in_sample(const Model& model, const std::vector<PerfDbRow>& evaluat
            metadata_lists(precisions, ProblemField::kDtype, p.get(ProblemField::kDtype)) &&
            (!p.has(ProblemField::kArch) || metadata_lists(archs, ProblemField::kArch, p.get(ProblemField::kArch)));
   };
+  // A problem is its descriptor on one arch: the same shape tuned on another GPU is another row.
+  auto key = [](const Problem& p) {
+    return std::to_string(p.has(ProblemField::kArch) ? p.get(ProblemField::kArch) : -1) + ":" + perf_db_descriptor(p);
+  };
   std::set<std::string> in_db;
   if (learned_db) {
     for (const PerfDbRow& r : *learned_db) {
-      if (learned(r.problem)) in_db.insert(perf_db_descriptor(r.problem));
+      if (learned(r.problem)) in_db.insert(key(r.problem));
     }
   }
   size_t count = 0;
   for (const PerfDbRow& r : evaluated) {
-    if (learned_db ? in_db.count(perf_db_descriptor(r.problem)) > 0 : learned(r.problem)) ++count;
+    if (learned_db ? in_db.count(key(r.problem)) > 0 : learned(r.problem)) ++count;
   }
   return count;
 }
@@ -181,10 +185,13 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "is the best of a W-wide search instead of the greedy one (default: the model's metadata\n"
         "search_width, else 1, the paper's protocol; --search-width 1 forces it).\n"
         "--json prints {\"n\", \"perfect\", \"average\", \"top1\", \"cut_short\", \"invalid_rate\",\n"
-        "\"baselines\", \"search_width\", \"in_sample_problems\", \"not_applicable\", ...}.\n"
+        "\"baselines\", \"search_width\", \"in_sample_problems\", \"in_sample_basis\",\n"
+        "\"not_applicable_problems\", \"not_applicable_by_condition\", \"out_of_range_problems\",\n"
+        "\"out_of_range_by_field\", ...}.\n"
         "Problems that fail the model's applicability conditions (its rules' `applies`: MIOpen\n"
-        "would not run the kernel there today, e.g. gfx900's ConvAsmBwdWrW3x3 stride-2 rows) are\n"
-        "scored like the rest; a note and \"not_applicable\" count them.\n"
+        "would not run the kernel there today, e.g. gfx900's ConvAsmBwdWrW3x3 stride-2 rows) and\n"
+        "problems with fields outside its training ranges are scored like the rest; notes count\n"
+        "them.\n"
         "--candidates FILE.jsonl writes one JSON object per evaluated problem, in DB config order:\n"
         "{\"config_id\", \"problem\" (the DB's descriptor), \"problem_args\" (the same for tunecast predict\n"
         "--problem), \"split\", \"tuned\", \"rank\" (1-based place of\n"
@@ -321,46 +328,69 @@ int cmd_eval(const std::vector<std::string>& argv) {
     std::string names;
     for (const std::string& s : in_sample) names += (names.empty() ? "" : ", ") + s;
     const std::string model_path = args.positional()[0];
+    const std::string what = in_sample_count == 0 ? "none of them is in-sample"
+                             : in_sample_count == evaluated.size() ? "every figure is in-sample"
+                                                                   : "the figures over them are in-sample";
     if (args.has("train-perfdb")) {
       std::fprintf(stderr,
-                   "eval: note: %zu of %zu evaluated problems are among the %s problems of %s that %s learned "
-                   "from (fit_on %s, split seed %d)%s\n",
-                   in_sample_count, evaluated.size(), names.c_str(), args.get("train-perfdb").c_str(),
-                   model_path.c_str(), model_fit_on, seed,
-                   in_sample_count ? ": the figures over them are in-sample" : ": every figure is out-of-sample");
+                   "eval: note: %zu of %zu evaluated problems are problems of %s (same arch and key) that %s "
+                   "learned from (its fit_on %s: the %s problems of split seed %d): %s\n",
+                   in_sample_count, evaluated.size(), args.get("train-perfdb").c_str(), model_path.c_str(),
+                   model_fit_on, names.c_str(), seed,
+                   in_sample_count == 0 ? "every figure is out-of-sample" : what.c_str());
     } else {
       std::fprintf(stderr,
-                   "eval: note: if %s is the perf DB %s learned from, %zu of %zu evaluated problems are among "
-                   "its %s problems (fit_on %s, split seed %d) and the figures over them are in-sample; for "
-                   "another DB (an independent holdout) pass the model's own as --train-perfdb to count "
+                   "eval: note: if %s is a perf DB %s learned from, %zu of %zu evaluated problems are among "
+                   "the %s problems it learned (fit_on %s, split seed %d): %s; for another DB (an "
+                   "independent holdout) pass the model's own DB of that arch as --train-perfdb to count "
                    "exactly\n",
                    args.get("perfdb").c_str(), model_path.c_str(), in_sample_count, evaluated.size(),
-                   names.c_str(), model_fit_on, seed);
+                   names.c_str(), model_fit_on, seed, what.c_str());
     }
   }
 
   // Problems the kernel's applicability conditions exclude (perf DBs keep older tunings, e.g.
   // gfx900's WrW3x3 stride-2 rows): scored like the rest, counted so the figures can be read.
-  std::map<int, size_t> inapplicable_by_condition;
-  size_t inapplicable = 0;
+  // Problems with fields outside the model's training ranges (extrapolations), likewise.
+  std::map<std::string, size_t> inapplicable_by_condition;  // first failing condition -> problems
+  std::map<std::string, size_t> out_of_range_by_field;
+  size_t inapplicable = 0, out_of_range = 0;
+  std::vector<float> features(model.root()->encoding()
+                                  ? size_t{model.root()->encoding()->rows()} * model.root()->encoding()->cols()
+                                  : 0);
   for (const PerfDbRow& r : evaluated) {
     int condition = -1;
     if (!check_applicability(model, r.problem, &condition)) {
       ++inapplicable;
-      ++inapplicable_by_condition[condition];
+      ++inapplicable_by_condition[applicability_text(model, condition)];
+    }
+    uint32_t fields = 0;
+    if (!features.empty() && encode_problem(model, r.problem, features.data(), features.size(), &fields) &&
+        fields != 0) {
+      ++out_of_range;
+      for (const std::string& field : field_names(fields)) ++out_of_range_by_field[field];
     }
   }
   if (inapplicable > 0) {
     std::string which;
     for (const auto& [condition, count] : inapplicable_by_condition) {
-      which += (which.empty() ? "" : ", ") + std::string("`") + applicability_text(model, condition) + "` " +
-               std::to_string(count);
+      which += (which.empty() ? "" : ", ") + std::string("`") + condition + "`: " + std::to_string(count);
     }
     std::fprintf(stderr,
-                 "eval: note: %zu of %zu evaluated problems fail the model's applicability conditions (the "
-                 "first failing: %s): MIOpen would not run the kernel there today; they are scored like "
-                 "the rest\n",
+                 "eval: note: %zu of %zu evaluated problems fail the model's applicability conditions (by "
+                 "first failing condition, %s): MIOpen would not run the kernel there today; they are "
+                 "scored like the rest\n",
                  inapplicable, evaluated.size(), which.c_str());
+  }
+  if (out_of_range > 0) {
+    std::string which;
+    for (const auto& [field, count] : out_of_range_by_field) {
+      which += (which.empty() ? "" : ", ") + field + ": " + std::to_string(count);
+    }
+    std::fprintf(stderr,
+                 "eval: note: %zu of %zu evaluated problems have fields outside the model's training ranges "
+                 "(%s): the predictions there are extrapolations\n",
+                 out_of_range, evaluated.size(), which.c_str());
   }
 
   // Runtime predictions, problems spread over threads. Each k takes the first k candidates of a
@@ -468,7 +498,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["removed_by_constraints"] = removed;
   j["in_sample_splits"] = in_sample;
   j["in_sample_problems"] = in_sample_count;
-  j["not_applicable"] = inapplicable;
+  j["in_sample_basis"] = in_sample.empty() ? "none"  // the model's metadata claims no evaluated split
+                         : args.has("train-perfdb") ? "train_perfdb" : "evaluated_db_assumed_own";
+  j["not_applicable_problems"] = inapplicable;
+  j["not_applicable_by_condition"] = inapplicable_by_condition;
+  j["out_of_range_problems"] = out_of_range;
+  j["out_of_range_by_field"] = out_of_range_by_field;
 
   Scores frequent_scores(ks), nearest_scores(ks);
   const bool baselines = !args.has("no-baselines");
@@ -484,6 +519,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
       train_params.push_back(r.params);
     }
     train_count = train_problems.size();
+    if (train_count == 0) {
+      std::fprintf(stderr,
+                   "eval: note: no baselines: no %s rows of %s are left once the evaluated problems are "
+                   "set aside (evaluate --split test, or pass --train-perfdb)\n",
+                   baselines_fit_on.c_str(), (args.has("train-perfdb") ? args.get("train-perfdb") : args.get("perfdb")).c_str());
+    }
     if (train_count > 0) {
       const std::vector<ParamVector> frequent = codegen::most_frequent(train_params);
       const codegen::NearestNeighbours nearest(train_problems, train_params);

@@ -51,7 +51,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         "Prints a model's metadata, layers with shapes and weight counts, vocabulary per\n"
         "parameter position, constraints, feature encoding, the conditions under which the kernel\n"
         "applies (its rules' `applies` statements) and the scratch memory a prediction\n"
-        "needs. --json prints one object (arch, solver, precisions, parameters, sizes).\n");
+        "needs. --json prints one object (arch, solver, precisions, directions, parameters, applies,\n"
+        "sizes).\n");
     return 0;
   }
   if (!status) return usage_error("inspect", status.message());
@@ -85,6 +86,16 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     j["solver"] = model.metadata("solver") ? model.metadata("solver") : "";
     j["precisions"] = split(model.metadata("precisions"));
     j["directions"] = split(model.metadata("directions"));
+    // A trained model records no "directions": its encoding's training range of dir tells them.
+    const schema::Encoding* enc = root->encoding();
+    for (uint32_t i = 0; j["directions"].empty() && enc && enc->ranges() && i < enc->ranges()->size(); ++i) {
+      const schema::FeatureRange* range = enc->ranges()->Get(i);
+      if (range->field()->string_view() != "dir") continue;
+      for (int64_t v = range->min(); v <= range->max() && v - range->min() < 8; ++v) {
+        const char* name = problem_symbol_name(ProblemField::kDir, v);
+        if (name) j["directions"].push_back(name);
+      }
+    }
     j["seq2seq"] = model.is_seq2seq();
     nlohmann::json params = nlohmann::json::array();
     for (int p = 0; p < model.parameter_count(); ++p) {
@@ -169,7 +180,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     std::printf("\n");
   }
   if (root->applicability() && root->applicability()->size() > 0) {
-    std::printf("applies when (reported by predict and eval, not enforced):\n");
+    std::printf("applies when (reported by predict, table and eval, not enforced):\n");
     for (uint32_t i = 0; i < root->applicability()->size(); ++i) {
       std::printf("  %s\n", applicability_text(model, static_cast<int>(i)));
     }

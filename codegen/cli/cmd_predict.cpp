@@ -54,8 +54,12 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "              search_width, else 1); e.g. --beam 1 --search-width 10 prints the best of\n"
         "              a 10-wide beam\n"
         "  --no-constraints  ignore the model's constraints\n"
-        "  --json      one JSON object\n\n"
-        "Fewer than K candidates: a last line says whether the search was exhaustive (JSON\n"
+        "  --json      one JSON object: candidates, out_of_range_fields, applicable and\n"
+        "              not_applicable (null without --problem), beam_pruned, ...\n\n"
+        "Warnings (stderr, exit 0): a problem field outside the range the model learned from (the\n"
+        "value and the range: an extrapolation), and a problem the kernel does not apply to (the\n"
+        "first of its rules' `applies` conditions that fails); the candidates are printed all the\n"
+        "same. Fewer than K candidates: a last line says whether the search was exhaustive (JSON\n"
         "beam_pruned false: no other vector passes) or hypotheses died at later positions in\n"
         "place of ones the beam dropped (a wider --search-width may find more).\n"
         "Exit status: 0 ok, 2 bad arguments, 3 no valid candidate, 1 other errors.\n",
@@ -113,6 +117,14 @@ int cmd_predict(const std::vector<std::string>& argv) {
                                      have_problem ? &problem : nullptr, options, scratch.data(),
                                      scratch.size(), candidates.data(), count, &info);
     }
+    // The features are given, but a --problem still has training ranges and applicability to check.
+    if (status && have_problem) {
+      check_applicability(model, problem, &info.not_applicable);
+      if (const schema::Encoding* enc = model.root()->encoding()) {
+        std::vector<float> encoded(size_t{enc->rows()} * enc->cols());
+        (void)encode_problem(model, problem, encoded.data(), encoded.size(), &info.out_of_range_fields);
+      }
+    }
   } else {
     status = predict(model, problem, options, scratch.data(), scratch.size(), candidates.data(),
                      count, &info);
@@ -145,7 +157,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
     j["rejected_by_constraints"] = info.rejected_by_constraints;
     j["beam_pruned"] = info.beam_pruned;
     j["out_of_range_fields"] = field_names(info.out_of_range_fields);
-    j["applicable"] = info.not_applicable < 0;
+    j["applicable"] = have_problem ? nlohmann::json(info.not_applicable < 0) : nlohmann::json(nullptr);
     if (info.not_applicable >= 0) j["not_applicable"] = applicability_text(model, info.not_applicable);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;

@@ -74,6 +74,44 @@ void predict_all(const Model& model, const PredictOptions& options, int threads,
                       });
 }
 
+// A perf DB holds one arch (MIOpen keeps gfx900_56.db, gfx906_60.db, ...): its key has no arch
+// column, so problems of two archs would overwrite each other's rows.
+Status check_one_arch(const std::string& path, const std::vector<Row>& rows) {
+  const Row* first = nullptr;
+  for (const Row& row : rows) {
+    if (!row.problem.has(ProblemField::kArch)) continue;
+    if (first == nullptr) {
+      first = &row;
+    } else if (row.problem.get(ProblemField::kArch) != first->problem.get(ProblemField::kArch)) {
+      auto arch = [](const Row& r) {
+        const char* name = problem_symbol_name(ProblemField::kArch, r.problem.get(ProblemField::kArch));
+        return name ? name : "?";
+      };
+      return Status::error(StatusCode::kInvalidArgument,
+                           "a perf DB holds one arch, and its key has no arch column: %s:%d is %s, %s:%d "
+                           "is %s (write one table per arch)",
+                           path.c_str(), first->line, arch(*first), path.c_str(), row.line, arch(row));
+    }
+  }
+  return Status::ok();
+}
+
+// One warning for the problems no candidate was found for (a missing field, no vector meeting
+// the rules), naming the first few with the reason.
+void warn_failed(const std::string& path, const std::vector<Row>& rows) {
+  size_t count = 0;
+  std::string examples;
+  for (const Row& row : rows) {
+    if (row.status) continue;
+    if (++count > 3) continue;
+    examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " " +
+                std::string(row.status.message());
+  }
+  if (count == 0) return;
+  std::fprintf(stderr, "tunecast: warning: no candidate for %zu of %zu problems (%s%s)\n", count, rows.size(),
+               examples.c_str(), count > 3 ? "; ..." : "");
+}
+
 // One warning for the problems the kernel does not apply to (its rules' `applies`), naming the
 // first few with the condition each fails.
 void warn_not_applicable(const Model& model, const std::string& path, const std::vector<Row>& rows) {
@@ -257,13 +295,21 @@ Status write_perf_db(const std::string& path, const std::string& solver, const s
       status = sqlite_error(db, "insert perf_db");
       break;
     }
-    ++*written;
   }
   sqlite3_finalize(config);
   sqlite3_finalize(lookup);
   sqlite3_finalize(perf);
   if (!status) return status;
   if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return sqlite_error(db, "commit");
+  // A problem listed twice is one row (its key): count what the file holds.
+  sqlite3_stmt* count = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM perf_db", -1, &count, nullptr) != SQLITE_OK ||
+      sqlite3_step(count) != SQLITE_ROW) {
+    sqlite3_finalize(count);
+    return sqlite_error(db, "count");
+  }
+  *written = static_cast<size_t>(sqlite3_column_int64(count, 0));
+  sqlite3_finalize(count);
   return Status::ok();
 }
 
@@ -298,9 +344,12 @@ int cmd_table(const std::vector<std::string>& argv) {
         "          values} (default; NS defaults to tunecast_table)\n"
         "  perfdb  a MIOpen perf DB (SQLite, tables config and perf_db with MIOpen's columns); the\n"
         "          solver name is the model's metadata \"solver\" unless --solver is given; problems\n"
-        "          without a valid candidate are left out\n"
+        "          without a valid candidate are left out; one arch per file (MIOpen's key has none)\n"
         "  text    one line per problem: the problem, a tab, the values (or '# reason')\n"
-        "Progress and problems per second go to stderr.\n");
+        "Progress and problems per second go to stderr, and one warning each (naming the first few\n"
+        "lines) for problems with no candidate, with fields outside the model's training ranges\n"
+        "(extrapolations) and that the kernel does not apply to (its rules' `applies`); their rows\n"
+        "are written all the same.\n");
     return 0;
   }
   if (!status) return usage_error("table", status.message());
@@ -350,9 +399,11 @@ int cmd_table(const std::vector<std::string>& argv) {
   }
   std::vector<Row> rows;
   status = read_problems(args.get("problems"), &rows);
+  if (status && format == "perfdb") status = check_one_arch(args.get("problems"), rows);
   if (!status) return fail(status);
   threads = std::min<int>(threads, static_cast<int>(rows.size()));
   predict_all(model, options, threads, &rows);
+  warn_failed(args.get("problems"), rows);
   warn_out_of_range(args.get("problems"), rows);
   warn_not_applicable(model, args.get("problems"), rows);
 
@@ -367,6 +418,10 @@ int cmd_table(const std::vector<std::string>& argv) {
     size_t written = 0;
     status = perf_db_bytes(solver, rows, &contents, &written);
     if (!status) return fail(status);
+    if (written < found) {
+      std::fprintf(stderr, "tunecast: warning: %zu problem line%s an earlier problem: the perf DB holds %zu row%s\n",
+                   found - written, found - written == 1 ? " repeats" : "s repeat", written, written == 1 ? "" : "s");
+    }
   }
   status = codegen::write_file_atomic(args.get("output"), contents);
   if (!status) return fail(status);

@@ -1076,7 +1076,8 @@ class Emitter {
     for (size_t i = 0; i < features_.size(); ++i) {
       const schema::FeatureEncoding* f = enc->features()->Get(static_cast<uint32_t>(i));
       const size_t slot = size_t{f->row()} * enc->cols() + f->col();
-      w->line("  if (!feature_%zu(problem, &value)) return feature_error(%zu, %s);", i, i, quoted(features_[i].text).c_str());
+      w->line("  if (!feature_%zu(problem, &value)) return feature_error(%zu, %u, %u, %s);", i, i, f->row(), f->col(),
+              quoted(features_[i].text).c_str());
       switch (f->transform()) {
         case schema::FeatureTransform::Raw:
           w->line("  features[%zu] = static_cast<float>(value);", slot);
@@ -1292,11 +1293,11 @@ class Emitter {
     w.line("}");
     w.blank();
     if (!features_.empty()) {
-    w.line("tunecast::Status feature_error(int index, const char* text) {");
+    w.line("tunecast::Status feature_error(int index, unsigned row, unsigned col, const char* text) {");
     w.line("  return tunecast::Status::error(tunecast::StatusCode::kInvalidArgument,");
-    w.line("                                 \"encoding feature %%d ('%%s') cannot be computed for this problem \"");
-    w.line("                                 \"(division by zero or overflow)\",");
-    w.line("                                 index, text);");
+    w.line("                                 \"encoding feature %%d (encode %%u %%u: '%%s') cannot be computed for this \"");
+    w.line("                                 \"problem (division by zero or overflow)\",");
+    w.line("                                 index, row, col, text);");
     w.line("}");
     w.blank();
     }

@@ -215,9 +215,9 @@ Status encode_problem(const Model& model, const Problem& problem, float* feature
       int64_t value = 0;
       if (!vm::evaluate(vm::view_of(f->program()), problem, nullptr, &value)) {
         return Status::error(StatusCode::kInvalidArgument,
-                             "encoding feature %u ('%s') cannot be computed for this problem "
-                             "(division by zero or overflow)",
-                             i, f->text() ? f->text()->c_str() : "");
+                             "encoding feature %u (encode %u %u: '%s') cannot be computed for this "
+                             "problem (division by zero or overflow)",
+                             i, f->row(), f->col(), f->text() ? f->text()->c_str() : "");
       }
       float* slot = features + size_t{f->row()} * enc->cols() + f->col();
       switch (f->transform()) {
