@@ -38,13 +38,23 @@ int main() {
     tunecast::Problem problem;
     status = tunecast::parse_problem(example::kProblems[i], &problem);
     tunecast::Candidate best[example::kBeam];
-    if (status) status = tunecast::predict(model, problem, options, scratch.data(), scratch.size(), best, 1, nullptr);
-    bool same = table[i].status == static_cast<int>(status.code()) && table[i].length == (status ? best[0].length : 0);
+    tunecast::PredictInfo info;
+    if (status) status = tunecast::predict(model, problem, options, scratch.data(), scratch.size(), best, 1, &info);
+    bool same = table[i].status == static_cast<int>(status.code()) && table[i].length == (status ? best[0].length : 0) &&
+                table[i].not_applicable == info.not_applicable;
     for (int p = 0; same && p < table[i].length; ++p) same = table[i].values[p] == best[0].values[p];
     std::printf("%-60s %s", example::kProblems[i], same ? "ok  " : "DIFF");
     for (int p = 0; p < table[i].length; ++p) std::printf(" %lld", table[i].values[p]);
-    std::printf("%s\n", table[i].status ? " (no prediction)" : "");
+    std::printf("%s%s\n", table[i].status ? " (no prediction)" : "",
+                table[i].not_applicable >= 0 ? " (the kernel does not apply)" : "");
     mismatches += !same;
+  }
+  // The model's rules carry ConvAsm1x1U's applicability: the 1x1 problems meet it, the 3x3 one not.
+  if (count == example::kProblemCount &&
+      (table[0].not_applicable != -1 || table[example::kProblemCount - 1].not_applicable < 0)) {
+    std::printf("check_table: applicability not as expected (first entry %d, last %d)\n", table[0].not_applicable,
+                table[example::kProblemCount - 1].not_applicable);
+    ++mismatches;
   }
   dlclose(library);
   std::printf("check_table: %d of %d entries match the blob runtime\n", count - mismatches, count);

@@ -20,8 +20,10 @@ struct Initializer {
       tunecast::Problem problem;
       tunecast::Status status = tunecast::parse_problem(example::kProblems[i], &problem);
       tunecast::Candidate best[example::kBeam];
-      if (status) status = example::Predictor::predict(problem, options, &g_scratch, best, 1, nullptr);
+      tunecast::PredictInfo info;
+      if (status) status = example::Predictor::predict(problem, options, &g_scratch, best, 1, &info);
       entry.status = static_cast<int>(status.code());
+      entry.not_applicable = info.not_applicable;  // a library would skip these: MIOpen would not run the kernel
       entry.length = status ? best[0].length : 0;
       for (int p = 0; p < entry.length; ++p) entry.values[p] = best[0].values[p];
     }

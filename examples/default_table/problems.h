@@ -10,6 +10,8 @@ constexpr const char* kProblems[] = {
     "dir=B,dtype=FP16,n=64,c=128,k=64,h=56,w=56,y=1,x=1,u=2,v=2",
     "dir=F,dtype=FP32,n=1,c=3,k=32,h=112,w=112,y=1,x=1",
     "dir=F,dtype=FP32,n=16,c=64,k=64,h=28,w=28,y=1,x=1,u=0,v=0",  // stride 0: refused, no entry
+    "dir=F,dtype=FP32,n=16,c=64,k=64,h=28,w=28,y=3,x=3,pad_h=1,pad_w=1",  // predicted, but the kernel
+                                                                           // does not apply (3x3)
 };
 constexpr int kProblemCount = sizeof kProblems / sizeof kProblems[0];
 constexpr int kBeam = 4;
@@ -17,6 +19,7 @@ constexpr int kBeam = 4;
 // One row of the table the library exports.
 struct DefaultEntry {
   int status;          // tunecast::StatusCode of the prediction
+  int not_applicable;  // PredictInfo::not_applicable: the first of the rules' `applies` it fails, or -1
   int length;
   long long values[16];
 };
