@@ -92,6 +92,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   models.emplace_back("tiny_rules", with_rules);
+  // Applicability conditions too, so mutations start from blobs that carry them.
+  const std::string applies_text = std::string(tunecast_test::tiny_rules_text()) +
+                                   "applies n % 2 == 0\napplies c * k < 65536 && dir != W\n";
+  ir::Model with_applies;
+  status = tunecast_test::tiny_seq2seq_with_rules(&with_applies, applies_text.c_str());
+  if (!status || with_applies.applicability.size() != 2) {
+    std::fprintf(stderr, "make_seeds: applicability seed: %s\n", status ? "2 conditions expected" : status.message());
+    return 1;
+  }
+  models.emplace_back("tiny_applies", with_applies);
   models.emplace_back("tiny_lstm", tiny_lstm());
   models.emplace_back("tiny_mlp", tunecast_test::tiny_feed_forward());
   int failures = 0;
