@@ -11,7 +11,7 @@ rewrites model.tce's range lines, nothing else. A range already in the file must
 (else the data or metadata is not what the model learned from, and nothing is written).
 
   /usr/bin/python3 tools/encoding_ranges.py weights/ConvAsm1x1U            # rewrite model.tce
-  /usr/bin/python3 tools/encoding_ranges.py --check weights/*/             # exit 1 if any differ
+  /usr/bin/python3 tools/encoding_ranges.py --check weights/Conv*/          # exit 1 if any differ
 """
 import argparse
 import json
