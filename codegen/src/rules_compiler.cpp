@@ -661,47 +661,36 @@ class Parser {
     options_declared_.emplace(std::string(name.text), value);
   }
 
+  // `require EXPR` and `applies EXPR`: a condition compiled to one program. A condition that folds
+  // to a constant is settled here: always true is dropped, always false is an error.
   void require_statement() {
+    condition_statement(false, "this requirement is always false: ");
+  }
+
+  // When the kernel applies at all: a condition on the problem (and options), never a parameter.
+  void applies_statement() { condition_statement(true, "this kernel never applies: "); }
+
+  void condition_statement(bool applicability, const char* always_false) {
     const Token keyword = next();
     const size_t first = pos_;
     NodePtr tree = fold(number(expression()));
     const std::string text = source_text(first);
     if (is_const(tree)) {
-      if (tree->value == 0) fail(keyword, "this requirement is always false: " + text);
+      if (tree->value == 0) fail(keyword, always_false + text);
       return;  // always true: nothing to check at run time
     }
     int max_param = -1;
     uint32_t fields = 0;
     collect(*tree, &max_param, &fields);
-    ir::Constraint constraint;
-    constraint.position = static_cast<uint32_t>(std::max(max_param, 0));
-    constraint.program = emit(*tree, static_cast<int>(constraint.position) + 1, keyword, text);
-    constraint.text = text;
-    fields_used_ |= fields;
-    out_->constraints.push_back(std::move(constraint));
-  }
-
-  // When the kernel applies at all: a condition on the problem (and options), never a parameter.
-  void applies_statement() {
-    const Token keyword = next();
-    const size_t first = pos_;
-    NodePtr tree = fold(number(expression()));
-    const std::string text = source_text(first);
-    if (is_const(tree)) {
-      if (tree->value == 0) fail(keyword, "this kernel never applies: " + text);
-      return;
-    }
-    int max_param = -1;
-    uint32_t fields = 0;
-    collect(*tree, &max_param, &fields);
-    if (max_param >= 0)
+    if (applicability && max_param >= 0)
       fail(tokens_[first], "applies conditions read the problem alone ('" + out_->params.at(max_param) +
                                "' is a tuning parameter; use require)");
     ir::Constraint condition;
-    condition.program = emit(*tree, 0, keyword, text);
+    condition.position = static_cast<uint32_t>(std::max(max_param, 0));  // 0 for applicability
+    condition.program = emit(*tree, static_cast<int>(condition.position) + (applicability ? 0 : 1), keyword, text);
     condition.text = text;
     fields_used_ |= fields;
-    out_->applicability.push_back(std::move(condition));
+    (applicability ? out_->applicability : out_->constraints).push_back(std::move(condition));
   }
 
   void input_statement() {
