@@ -770,6 +770,15 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --train-perfdb " + dir.file("tiny.db") + " --no-baselines");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == per_split["train"] + per_split["val"]);
+  // A DB of another arch cannot say which of these problems the model learned: unknown, not 0.
+  make_tiny_perf_db(dir.file("gfx900_1.db"), [](int) { return "10,20,30"; });
+  make_tiny_perf_db(dir.file("gfx906_1.db"), [](int) { return "10,20,30"; });
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + " --perfdb " + dir.file("gfx906_1.db") +
+                       " --solver Tiny --beam 1 --json --no-baselines --train-perfdb " + dir.file("gfx900_1.db"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_problems"].is_null());
+  CHECK(nlohmann::json::parse(r.out)["in_sample_basis"] == "unknown");
+  CHECK_MESSAGE(contains(r.err, "holds another arch than the evaluated problems"), r.err);
   // Another split seed deals the problems differently: no claim either way.
   r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --split-seed 1");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -845,6 +854,14 @@ TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval 
   CHECK_MESSAGE(r.exit_code == 0, r.err);
   CHECK_MESSAGE(contains(r.err, "Tiny does not apply to 1 of 2 problems (" + dir.file("problems.txt") + ":2 `n % 2 == 0`)"),
                 r.err);
+  // A perf DB table holds one arch: two archs, or one line with an arch and one without, are refused.
+  write_text(dir.file("archs.txt"), "dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1,arch=gfx900\n"
+                                    "dir=F,dtype=FP32,n=8,c=4,k=30,h=7,w=7,y=1,x=1\n");
+  check_one_line_error(run_cli(dir, "table " + model + " --problems " + dir.file("archs.txt") + " -o " +
+                                        dir.file("t.db") + " --format perfdb --solver Tiny"),
+                       "a perf DB holds one arch, and its key has no arch column: " + dir.file("archs.txt") +
+                           ":1 is gfx900, " + dir.file("archs.txt") + ":2 is no arch");
+  CHECK_FALSE(std::filesystem::exists(dir.file("t.db")));
 }
 
 TEST_CASE("CLI: a model's search_width makes one candidate the best of a wider beam") {

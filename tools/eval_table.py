@@ -87,6 +87,8 @@ def in_sample_mark(r):
     count = r.get("in_sample_problems")  # tunecast eval since 2026-11-23: the exact number
     if not splits or count == 0:
         return ""
+    if r.get("in_sample_basis") == "unknown":   # --train-perfdb of another arch: cannot tell
+        return " (in-sample: unknown)"
     if count is not None:
         return " (in-sample)" if count == r["n"] else f" (partly in-sample: {count} of {r['n']})"
     if r.get("split", "all") != "all" or set(splits) >= {"train", "val", "test"}:

@@ -16,7 +16,9 @@ so that the C++ suite checks the same parity, blob and generated code, without P
                                         [--write-fixtures tests/data/pytorch]
 """
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -52,6 +54,28 @@ def check_expressions():
         got = int(features.Expr(text).eval(env, 1)[0])
         assert got == want, f"{text}: got {got}, want {want}"
     print(f"[test_export] {len(cases)} expression cases ok")
+
+
+def check_digest_with_compiler(tunecast, model_json, work):
+    """features.encoding_digest (Python) and `tunecast compile`'s (C++) agree on every transform and
+    on free spellings: compile accepts the model with the Python digest of a .tce, refuses another."""
+    cols = model_json["graphs"][0]["values"][model_json["graphs"][0]["inputs"][0]]["cols"]
+    tce = "\n".join([f"input 1 x {cols}", "encode 0 0 raw n", "encode 0 1 log2  c * k   # spaces, a comment",
+                      "encode 0 2 onehot 03 dir", "encode 0 5 standardize - 0.5 2.25 (h+1)", "range n 1 64"]) + "\n"
+    ok = True
+    for digest, want in ((features.encoding_digest(tce), 0), ("fnv1a64:0000000000000000", 2)):
+        j = dict(model_json, metadata=dict(model_json["metadata"], encoding_digest=digest))
+        with open(os.path.join(work, "digest.tcir.json"), "w") as f:
+            json.dump(j, f)
+        with open(os.path.join(work, "digest.tce"), "w") as f:
+            f.write(tce)
+        r = subprocess.run([tunecast, "compile", os.path.join(work, "digest.tcir.json"), "--encoding",
+                            os.path.join(work, "digest.tce"), "-o", os.path.join(work, "digest.tcm"), "--force"],
+                           capture_output=True, text=True)
+        ok &= r.returncode == want
+        print(f"[test_export] encoding digest {digest}: compile exit {r.returncode} (want {want}) "
+              f"{'ok' if r.returncode == want else 'FAILED: ' + r.stderr.strip()}", flush=True)
+    return ok
 
 
 def check_study_models(vocab_size):
@@ -117,6 +141,8 @@ def main():
             failures += not ok
             print(f"[test_export] {kind:10s} tunecast runtime vs PyTorch: {'ok' if ok else 'FAILED'}\n  "
                   + text.replace("\n", "\n  "), flush=True)
+    if args.tunecast:
+        failures += not check_digest_with_compiler(args.tunecast, exports["mlp"], work.name)
     # Mixed ensembles (tools/ensemble.py): an mlp member rewritten to read the LSTM models' diag input.
     mixed = ensemble.flat_reads_diag(exports["mlp"])
     err = ensemble.flat_reads_diag_error(exports["mlp"], mixed, rng)

@@ -54,6 +54,10 @@ std::vector<std::string> field_names(uint32_t mask);
 // PredictInfo::not_applicable (the kernel named by the model's metadata solver).
 std::string not_applicable_note(const Model& model, int condition);
 
+// The symbolic names of `field`'s values min..max ("F", "B"), when there are at most 8 and every
+// one has a name; else empty. Safe for any range read from a blob.
+std::vector<std::string> symbol_names(ProblemField field, int64_t min, int64_t max);
+
 // One note per field of `mask`: its value in `problem` and the model's training range, e.g.
 // "y is 3 (always 1 in training)", "n is 4096 (1..1024 in training)" or "dir is W (F or B in
 // training)".

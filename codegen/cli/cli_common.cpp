@@ -100,6 +100,17 @@ std::string not_applicable_note(const Model& model, int condition) {
          applicability_text(model, condition) + "` fails";
 }
 
+std::vector<std::string> symbol_names(ProblemField field, int64_t min, int64_t max) {
+  if (max < min || static_cast<uint64_t>(max) - static_cast<uint64_t>(min) >= 8) return {};
+  std::vector<std::string> names;
+  for (uint64_t i = 0; i <= static_cast<uint64_t>(max) - static_cast<uint64_t>(min); ++i) {
+    const char* name = problem_symbol_name(field, static_cast<int64_t>(static_cast<uint64_t>(min) + i));
+    if (name == nullptr) return {};
+    names.emplace_back(name);
+  }
+  return names;
+}
+
 std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask) {
   auto text = [](ProblemField field, int64_t value) {
     const char* symbol = problem_symbol_name(field, value);
@@ -115,13 +126,14 @@ std::vector<std::string> out_of_range_notes(const Model& model, const Problem& p
       const schema::FeatureRange* range = enc->ranges()->Get(i);
       ProblemField named;
       if (!find_problem_field(range->field()->string_view(), &named) || named != field) continue;
+      const std::vector<std::string> names = symbol_names(field, range->min(), range->max());
       if (range->min() == range->max()) {
         note += " (always " + text(field, range->min()) + " in training)";
-      } else if (problem_symbol_name(field, range->min()) != nullptr && range->max() - range->min() < 8) {
+      } else if (!names.empty()) {
         // Named values are listed ("FP32 or FP16"), not written as an interval.
         std::string values;
-        for (int64_t v = range->min(); v <= range->max(); ++v) {
-          values += (v == range->min() ? "" : v == range->max() ? " or " : ", ") + text(field, v);
+        for (size_t i = 0; i < names.size(); ++i) {
+          values += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
         }
         note += " (" + values + " in training)";
       } else {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -52,11 +53,12 @@ bool metadata_lists(const char* list, ProblemField field, int64_t value) {
 
 // How many evaluated problems the model learned from, by its metadata: a problem of one of the
 // `in_sample` splits, of a training precision and arch, and, when `learned_db` is given (the
-// model's own perf DB, --train-perfdb), present there; otherwise the evaluated DB is taken to be
-// the model's own.
-size_t count_in_sample(const Model& model, const std::vector<PerfDbRow>& evaluated,
-                       const std::vector<std::string>& in_sample, int seed,
-                       const std::vector<PerfDbRow>* learned_db) {
+// model's own perf DB, --train-perfdb), present there on the same arch; otherwise the evaluated DB
+// is taken to be the model's own. Unknown (nullopt) when `learned_db` holds another arch than an
+// evaluated problem's: the model may have learned that one from a DB not given.
+std::optional<size_t> count_in_sample(const Model& model, const std::vector<PerfDbRow>& evaluated,
+                                      const std::vector<std::string>& in_sample, int seed,
+                                      const std::vector<PerfDbRow>* learned_db) {
   if (in_sample.empty()) return 0;
   const char* precisions = model.metadata("training_precisions");
   if (precisions == nullptr) precisions = model.metadata("precisions");
@@ -67,19 +69,24 @@ size_t count_in_sample(const Model& model, const std::vector<PerfDbRow>& evaluat
            metadata_lists(precisions, ProblemField::kDtype, p.get(ProblemField::kDtype)) &&
            (!p.has(ProblemField::kArch) || metadata_lists(archs, ProblemField::kArch, p.get(ProblemField::kArch)));
   };
-  // A problem is its descriptor on one arch: the same shape tuned on another GPU is another row.
-  auto key = [](const Problem& p) {
-    return std::to_string(p.has(ProblemField::kArch) ? p.get(ProblemField::kArch) : -1) + ":" + perf_db_descriptor(p);
-  };
+  if (learned_db == nullptr) {
+    return static_cast<size_t>(std::count_if(evaluated.begin(), evaluated.end(),
+                                             [&](const PerfDbRow& r) { return learned(r.problem); }));
+  }
+  std::set<int64_t> db_archs;  // the archs --train-perfdb's file name gives (none: unknown)
   std::set<std::string> in_db;
-  if (learned_db) {
-    for (const PerfDbRow& r : *learned_db) {
-      if (learned(r.problem)) in_db.insert(key(r.problem));
-    }
+  for (const PerfDbRow& r : *learned_db) {
+    if (r.problem.has(ProblemField::kArch)) db_archs.insert(r.problem.get(ProblemField::kArch));
+    if (learned(r.problem)) in_db.insert(perf_db_descriptor(r.problem));
   }
   size_t count = 0;
   for (const PerfDbRow& r : evaluated) {
-    if (learned_db ? in_db.count(key(r.problem)) > 0 : learned(r.problem)) ++count;
+    // The same shape tuned on another GPU is another problem: the DB cannot speak for this one.
+    if (r.problem.has(ProblemField::kArch) && !db_archs.empty() &&
+        !db_archs.count(r.problem.get(ProblemField::kArch))) {
+      return std::nullopt;
+    }
+    count += in_db.count(perf_db_descriptor(r.problem));
   }
   return count;
 }
@@ -322,9 +329,16 @@ int cmd_eval(const std::vector<std::string>& argv) {
                               hint.c_str()));
   }
 
-  const size_t in_sample_count = count_in_sample(model, evaluated, in_sample, seed,
-                                                 args.has("train-perfdb") ? &train_rows : nullptr);
-  if (!in_sample.empty()) {
+  const std::optional<size_t> in_sample_known = count_in_sample(model, evaluated, in_sample, seed,
+                                                                args.has("train-perfdb") ? &train_rows : nullptr);
+  const size_t in_sample_count = in_sample_known.value_or(0);
+  if (!in_sample.empty() && !in_sample_known) {
+    std::fprintf(stderr,
+                 "eval: note: %s holds another arch than the evaluated problems of %s: which of them %s "
+                 "learned from (fit_on %s) is unknown (pass its own DB of their arch as --train-perfdb)\n",
+                 args.get("train-perfdb").c_str(), args.get("perfdb").c_str(), args.positional()[0].c_str(),
+                 model_fit_on);
+  } else if (!in_sample.empty()) {
     std::string names;
     for (const std::string& s : in_sample) names += (names.empty() ? "" : ", ") + s;
     const std::string model_path = args.positional()[0];
@@ -333,7 +347,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
                                                                    : "the figures over them are in-sample";
     if (args.has("train-perfdb")) {
       std::fprintf(stderr,
-                   "eval: note: %zu of %zu evaluated problems are problems of %s (same arch and key) that %s "
+                   "eval: note: %zu of %zu evaluated problems are problems of %s (same key) that %s "
                    "learned from (its fit_on %s: the %s problems of split seed %d): %s\n",
                    in_sample_count, evaluated.size(), args.get("train-perfdb").c_str(), model_path.c_str(),
                    model_fit_on, names.c_str(), seed,
@@ -497,9 +511,11 @@ int cmd_eval(const std::vector<std::string>& argv) {
   j["constraints_checked"] = has_constraints;
   j["removed_by_constraints"] = removed;
   j["in_sample_splits"] = in_sample;
-  j["in_sample_problems"] = in_sample_count;
+  j["in_sample_problems"] = in_sample_known ? nlohmann::json(in_sample_count) : nlohmann::json(nullptr);
   j["in_sample_basis"] = in_sample.empty() ? "none"  // the model's metadata claims no evaluated split
-                         : args.has("train-perfdb") ? "train_perfdb" : "evaluated_db_assumed_own";
+                         : !in_sample_known          ? "unknown"
+                         : args.has("train-perfdb")  ? "train_perfdb"
+                                                     : "evaluated_db_assumed_own";
   j["not_applicable_problems"] = inapplicable;
   j["not_applicable_by_condition"] = inapplicable_by_condition;
   j["out_of_range_problems"] = out_of_range;
@@ -522,8 +538,10 @@ int cmd_eval(const std::vector<std::string>& argv) {
     if (train_count == 0) {
       std::fprintf(stderr,
                    "eval: note: no baselines: no %s rows of %s are left once the evaluated problems are "
-                   "set aside (evaluate --split test, or pass --train-perfdb)\n",
-                   baselines_fit_on.c_str(), (args.has("train-perfdb") ? args.get("train-perfdb") : args.get("perfdb")).c_str());
+                   "set aside (%s)\n",
+                   baselines_fit_on.c_str(), (args.has("train-perfdb") ? args.get("train-perfdb") : args.get("perfdb")).c_str(),
+                   args.has("train-perfdb") ? "another --train-perfdb or --baselines-fit-on"
+                                            : "evaluate --split test, or pass --train-perfdb");
     }
     if (train_count > 0) {
       const std::vector<ParamVector> frequent = codegen::most_frequent(train_params);

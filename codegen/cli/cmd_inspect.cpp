@@ -91,10 +91,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     for (uint32_t i = 0; j["directions"].empty() && enc && enc->ranges() && i < enc->ranges()->size(); ++i) {
       const schema::FeatureRange* range = enc->ranges()->Get(i);
       if (range->field()->string_view() != "dir") continue;
-      for (int64_t v = range->min(); v <= range->max() && v - range->min() < 8; ++v) {
-        const char* name = problem_symbol_name(ProblemField::kDir, v);
-        if (name) j["directions"].push_back(name);
-      }
+      j["directions"] = symbol_names(ProblemField::kDir, range->min(), range->max());
     }
     j["seq2seq"] = model.is_seq2seq();
     nlohmann::json params = nlohmann::json::array();

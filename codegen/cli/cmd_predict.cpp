@@ -54,8 +54,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "              search_width, else 1); e.g. --beam 1 --search-width 10 prints the best of\n"
         "              a 10-wide beam\n"
         "  --no-constraints  ignore the model's constraints\n"
-        "  --json      one JSON object: candidates, out_of_range_fields, applicable and\n"
-        "              not_applicable (null without --problem), beam_pruned, ...\n\n"
+        "  --json      one JSON object: candidates, out_of_range_fields, applicable (null\n"
+        "              without --problem), not_applicable (the failing condition, when one\n"
+        "              fails), beam_pruned, ...\n\n"
         "Warnings (stderr, exit 0): a problem field outside the range the model learned from (the\n"
         "value and the range: an extrapolation), and a problem the kernel does not apply to (the\n"
         "first of its rules' `applies` conditions that fails); the candidates are printed all the\n"
@@ -169,10 +170,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
                  note.c_str());
   }
   if (info.not_applicable >= 0) {
-    std::fprintf(stderr,
-                 "tunecast: warning: %s (the model's rules: MIOpen would not run the kernel here); the "
-                 "candidates still meet its validity rules\n",
-                 not_applicable_note(model, info.not_applicable).c_str());
+    std::fprintf(stderr, "tunecast: warning: %s (the model's rules: MIOpen would not run the kernel here)%s\n",
+                 not_applicable_note(model, info.not_applicable).c_str(),
+                 constrained ? "; the candidates still meet its validity rules" : "");
   }
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,

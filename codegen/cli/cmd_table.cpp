@@ -75,79 +75,76 @@ void predict_all(const Model& model, const PredictOptions& options, int threads,
 }
 
 // A perf DB holds one arch (MIOpen keeps gfx900_56.db, gfx906_60.db, ...): its key has no arch
-// column, so problems of two archs would overwrite each other's rows.
+// column, so problems of two archs (or with and without one) would overwrite each other's rows.
 Status check_one_arch(const std::string& path, const std::vector<Row>& rows) {
-  const Row* first = nullptr;
+  auto arch = [](const Row& r) {
+    const char* name = r.problem.has(ProblemField::kArch)
+                           ? problem_symbol_name(ProblemField::kArch, r.problem.get(ProblemField::kArch))
+                           : "no arch";
+    return std::string(name ? name : "?");
+  };
   for (const Row& row : rows) {
-    if (!row.problem.has(ProblemField::kArch)) continue;
-    if (first == nullptr) {
-      first = &row;
-    } else if (row.problem.get(ProblemField::kArch) != first->problem.get(ProblemField::kArch)) {
-      auto arch = [](const Row& r) {
-        const char* name = problem_symbol_name(ProblemField::kArch, r.problem.get(ProblemField::kArch));
-        return name ? name : "?";
-      };
+    if (arch(row) != arch(rows.front())) {
       return Status::error(StatusCode::kInvalidArgument,
                            "a perf DB holds one arch, and its key has no arch column: %s:%d is %s, %s:%d "
                            "is %s (write one table per arch)",
-                           path.c_str(), first->line, arch(*first), path.c_str(), row.line, arch(row));
+                           path.c_str(), rows.front().line, arch(rows.front()).c_str(), path.c_str(), row.line,
+                           arch(row).c_str());
     }
   }
   return Status::ok();
 }
 
-// One warning for the problems no candidate was found for (a missing field, no vector meeting
-// the rules), naming the first few with the reason.
-void warn_failed(const std::string& path, const std::vector<Row>& rows) {
-  size_t count = 0;
-  std::string examples;
+// "FILE:LINE detail; ..." for the first three rows `flagged` picks (then "; ..."), and how many
+// it picks: the body of one warning per kind of problem.
+template <typename Flagged, typename Detail>
+std::string flagged_lines(const std::string& path, const std::vector<Row>& rows, Flagged flagged, Detail detail,
+                          size_t* count) {
+  std::string lines;
+  *count = 0;
   for (const Row& row : rows) {
-    if (row.status) continue;
-    if (++count > 3) continue;
-    examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " " +
-                std::string(row.status.message());
+    if (!flagged(row) || ++*count > 3) continue;
+    lines += (lines.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " " + detail(row);
   }
-  if (count == 0) return;
-  std::fprintf(stderr, "tunecast: warning: no candidate for %zu of %zu problems (%s%s)\n", count, rows.size(),
-               examples.c_str(), count > 3 ? "; ..." : "");
+  return lines + (*count > 3 ? "; ..." : "");
 }
 
-// One warning for the problems the kernel does not apply to (its rules' `applies`), naming the
-// first few with the condition each fails.
-void warn_not_applicable(const Model& model, const std::string& path, const std::vector<Row>& rows) {
+// One warning each for the problems with no candidate (and why), with fields outside the ranges
+// the model was trained on (extrapolations), and that the kernel does not apply to (its rules'
+// `applies`, with the condition each fails).
+void warn_rows(const Model& model, const std::string& path, const std::vector<Row>& rows) {
   size_t count = 0;
-  std::string examples;
-  for (const Row& row : rows) {
-    if (row.not_applicable < 0) continue;
-    if (++count > 3) continue;
-    examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " `" +
-                applicability_text(model, row.not_applicable) + "`";
+  std::string lines = flagged_lines(
+      path, rows, [](const Row& r) { return !r.status; },
+      [](const Row& r) { return std::string(r.status.message()); }, &count);
+  if (count > 0) {
+    std::fprintf(stderr, "tunecast: warning: no candidate for %zu of %zu problems (%s)\n", count, rows.size(),
+                 lines.c_str());
   }
-  if (count == 0) return;
-  const char* solver = model.metadata("solver");
-  std::fprintf(stderr,
-               "tunecast: warning: %s does not apply to %zu of %zu problems (%s%s): MIOpen would not run "
-               "the kernel there; their rows are written all the same\n",
-               solver ? solver : "the kernel", count, rows.size(), examples.c_str(), count > 3 ? "; ..." : "");
-}
-
-// One warning for the problems whose fields lie outside the ranges the model was trained on
-// (predictions there are extrapolations), naming the first few.
-void warn_out_of_range(const std::string& path, const std::vector<Row>& rows) {
-  size_t count = 0;
-  std::string examples;
-  for (const Row& row : rows) {
-    if (row.out_of_range_fields == 0) continue;
-    if (++count > 3) continue;
-    std::string fields;
-    for (const std::string& field : field_names(row.out_of_range_fields)) fields += (fields.empty() ? "" : ",") + field;
-    examples += (examples.empty() ? "" : "; ") + path + ":" + std::to_string(row.line) + " " + fields;
+  lines = flagged_lines(
+      path, rows, [](const Row& r) { return r.out_of_range_fields != 0; },
+      [](const Row& r) {
+        std::string fields;
+        for (const std::string& f : field_names(r.out_of_range_fields)) fields += (fields.empty() ? "" : ",") + f;
+        return fields;
+      },
+      &count);
+  if (count > 0) {
+    std::fprintf(stderr,
+                 "tunecast: warning: %zu of %zu problems have fields outside the range seen in training "
+                 "(%s); their predictions are extrapolations\n",
+                 count, rows.size(), lines.c_str());
   }
-  if (count == 0) return;
-  std::fprintf(stderr,
-               "tunecast: warning: %zu of %zu problems have fields outside the range seen in training "
-               "(%s%s); their predictions are extrapolations\n",
-               count, rows.size(), examples.c_str(), count > 3 ? "; ..." : "");
+  lines = flagged_lines(
+      path, rows, [](const Row& r) { return r.not_applicable >= 0; },
+      [&](const Row& r) { return "`" + std::string(applicability_text(model, r.not_applicable)) + "`"; }, &count);
+  if (count > 0) {
+    const char* solver = model.metadata("solver");
+    std::fprintf(stderr,
+                 "tunecast: warning: %s does not apply to %zu of %zu problems (%s): MIOpen would not run "
+                 "the kernel there; their rows are written all the same\n",
+                 solver ? solver : "the kernel", count, rows.size(), lines.c_str());
+  }
 }
 
 std::string values_text(const Candidate& c) {
@@ -348,8 +345,8 @@ int cmd_table(const std::vector<std::string>& argv) {
         "  text    one line per problem: the problem, a tab, the values (or '# reason')\n"
         "Progress and problems per second go to stderr, and one warning each (naming the first few\n"
         "lines) for problems with no candidate, with fields outside the model's training ranges\n"
-        "(extrapolations) and that the kernel does not apply to (its rules' `applies`); their rows\n"
-        "are written all the same.\n");
+        "(extrapolations) and that the kernel does not apply to (its rules' `applies`); the last\n"
+        "two kinds are written like the rest.\n");
     return 0;
   }
   if (!status) return usage_error("table", status.message());
@@ -403,9 +400,7 @@ int cmd_table(const std::vector<std::string>& argv) {
   if (!status) return fail(status);
   threads = std::min<int>(threads, static_cast<int>(rows.size()));
   predict_all(model, options, threads, &rows);
-  warn_failed(args.get("problems"), rows);
-  warn_out_of_range(args.get("problems"), rows);
-  warn_not_applicable(model, args.get("problems"), rows);
+  warn_rows(model, args.get("problems"), rows);
 
   size_t found = 0;
   for (const Row& row : rows) found += row.status.is_ok();

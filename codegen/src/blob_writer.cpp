@@ -216,7 +216,9 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
   for (const ir::Constraint& c : model.applicability) {
     applicability.push_back(fb::CreateConstraint(b, 0, write_program(b, c.program), b.CreateString(c.text)));
   }
-  const auto applicability_vec = b.CreateVector(applicability);
+  // Absent rather than empty when there are none: older blobs stay byte for byte what they were.
+  const auto applicability_vec =
+      applicability.empty() ? Offset<flatbuffers::Vector<Offset<fb::Constraint>>>() : b.CreateVector(applicability);
   Offset<fb::Encoding> encoding = model.encoding ? write_encoding(b, *model.encoding) : 0;
 
   std::vector<Offset<fb::MetadataEntry>> metadata;
@@ -235,7 +237,7 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
   mb.add_constraints(constraints_vec);
   if (!encoding.IsNull()) mb.add_encoding(encoding);
   mb.add_metadata(metadata_vec);
-  if (!model.applicability.empty()) mb.add_applicability(applicability_vec);
+  if (!applicability_vec.IsNull()) mb.add_applicability(applicability_vec);
   fb::FinishModelBuffer(b, mb.Finish());
   blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -755,8 +755,10 @@ class Emitter {
     w.line("  // The constraints of positions < length; as tunecast::check_candidate.");
     w.line("  static bool check_candidate(const tunecast::Problem& problem, const int64_t* values,");
     w.line("                              int length, int* first_failed);");
-    w.line("  // The model's applicability conditions; as tunecast::check_applicability.");
+    w.line("  // The model's applicability conditions; as tunecast::check_applicability and");
+    w.line("  // tunecast::applicability_text (\"\" when out of range).");
     w.line("  static bool check_applicability(const tunecast::Problem& problem, int* first_failed);");
+    w.line("  static const char* applicability_text(int index);");
     w.line("  static const char* parameter_name(int position);  // \"\" when out of range");
     w.line("  static const char* metadata(const char* key);      // nullptr when absent");
     w.line("};");
@@ -1374,6 +1376,18 @@ class Emitter {
     w.line("  const int failed = first_inapplicable(problem);");
     w.line("  if (failed >= 0 && first_failed) *first_failed = failed;");
     w.line("  return failed < 0;");
+    w.line("}");
+    w.blank();
+    w.line("const char* %s::applicability_text(int index) {", N.c_str());
+    if (applicability_.empty()) {
+      w.line("  (void)index;");
+      w.line("  return \"\";");
+    } else {
+      w.line("  static constexpr const char* kTexts[%zu] = {", applicability_.size());
+      for (const Program& p : applicability_) w.line("      %s,", quoted(p.text).c_str());
+      w.line("  };");
+      w.line("  return index >= 0 && index < %zu ? kTexts[index] : \"\";", applicability_.size());
+    }
     w.line("}");
     w.blank();
     w.line("const char* %s::parameter_name(int position) {", N.c_str());

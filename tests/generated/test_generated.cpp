@@ -141,6 +141,10 @@ void check_parity(const char* name, const unsigned char* blob, size_t size) {
   CHECK(std::string(Generated::metadata("solver") ? Generated::metadata("solver") : "-") ==
         std::string(solver ? solver : "-"));
 
+  const int conditions = f.model.root()->applicability() ? static_cast<int>(f.model.root()->applicability()->size()) : 0;
+  for (int i = -1; i <= conditions; ++i) {
+    CHECK(std::string(Generated::applicability_text(i)) == tunecast::applicability_text(f.model, i));
+  }
   int compared = 0;
   int succeeded = 0;
   int applicable = 0;  // of those that succeeded

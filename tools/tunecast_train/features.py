@@ -174,11 +174,14 @@ def encoding_digest(tce_text):
         if words[:1] == ["input"]:
             lines.append("input " + "".join(words[1:]).replace("x", " x "))
         elif words[:1] == ["encode"]:
-            row, col, transform, rest = words[1], words[2], words[3], words[4:]
-            nargs = {"onehot": 1, "standardize": 2}.get(transform, 0)
-            args = "".join(f":{float(np.float32(a)):.9g}" if transform == "standardize" else f":{a}"
-                           for a in rest[:nargs])
-            lines.append(f"{row} {col} {transform}{args} {''.join(rest[nargs:])}")
+            row, col, transform, rest = int(words[1]), int(words[2]), words[3], words[4:]
+            numbers = []  # the transform's arguments, as the C++ compiler reads them (a sign may stand apart)
+            while len(numbers) < {"onehot": 1, "standardize": 2}.get(transform, 0):
+                token = rest.pop(0)
+                numbers.append(token + rest.pop(0) if token in ("-", "+") else token)
+            args = "".join(f":{float(np.float32(a)):.9g}" if transform == "standardize" else f":{int(a)}"
+                           for a in numbers)
+            lines.append(f"{row} {col} {transform}{args} {''.join(rest)}")
     h = 0xcbf29ce484222325
     for byte in "".join(line + "\n" for line in lines).encode():
         h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF

@@ -52,21 +52,24 @@ struct PredictInfo {
   int64_t rejected_by_constraints = 0; // expansions the constraints removed
   int64_t rejected_by_validator = 0;   // expansions the Validator removed
   int failed_position = -1;            // position where every hypothesis died, when none survived
-  // Index of the first of the model's applicability conditions (its rules' `applies` statements,
-  // MIOpen's IsApplicable) the problem fails, -1 when it meets them all or the model has none.
-  // Reported, not enforced: the search runs anyway (perf DBs hold older tunings where today's
-  // MIOpen would not run the kernel).
-  int not_applicable = -1;
   // The beam was full and left expansions out (unchecked ones included). When false the search
   // was exhaustive: fewer candidates than the beam width means no other vector passes the
   // constraints. When true, hypotheses the beam kept may have died at later positions in place of
   // ones it dropped, and a wider beam may find more.
   bool beam_pruned = false;
+  // Index of the first of the model's applicability conditions (its rules' `applies` statements,
+  // MIOpen's IsApplicable) the problem fails, -1 when it meets them all or the model has none.
+  // Reported, not enforced: the search runs anyway (perf DBs hold older tunings where today's
+  // MIOpen would not run the kernel); the fields they read must be given, like the encoding's.
+  // Set by predict() from a problem, not by predict_from_features (check_applicability does it).
+  int not_applicable = -1;
 };
 
 // Beam search from a problem: the artifact's encoding turns the problem into the encoder input.
 // Writes up to min(beam_width, capacity) candidates into `out`. When no hypothesis survives, the
-// status is kNoValidCandidate and info->failed_position says where.
+// status is kNoValidCandidate and info->failed_position says where. A problem built by hand (not
+// by parse_problem) should go through apply_problem_defaults first: ranges and applicability read
+// every field (layout, pads, dilations...), and an unset one reads 0.
 Status predict(const Model& model, const Problem& problem, const PredictOptions& options,
                void* scratch, size_t scratch_size, Candidate* out, int capacity,
                PredictInfo* info);
