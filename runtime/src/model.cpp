@@ -3,6 +3,7 @@
 // Prepare/Eval split, but we also treat the blob as untrusted).
 #include "tunecast/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -684,11 +685,26 @@ Status Model::load(const void* data, size_t size, Model* out) {
             range->min() > range->max()) {
           return Status::error(StatusCode::kCorruptModel, "encoding has a malformed field range");
         }
+        const int f = static_cast<int>(field);
+        const bool first = !((model.ranged_fields_ >> f) & 1u);
+        model.range_min_[f] = first ? range->min() : std::max(model.range_min_[f], range->min());
+        model.range_max_[f] = first ? range->max() : std::min(model.range_max_[f], range->max());
+        model.ranged_fields_ |= 1u << f;
       }
     }
   }
   *out = model;
   return Status::ok();
+}
+
+uint32_t Model::fields_out_of_range(const Problem& problem) const {
+  uint32_t flags = 0;
+  for (int f = 0; f < kProblemFieldCount; ++f) {
+    if (!((ranged_fields_ >> f) & 1u)) continue;
+    const int64_t v = problem.get(static_cast<ProblemField>(f));
+    if (v < range_min_[f] || v > range_max_[f]) flags |= 1u << f;
+  }
+  return flags;
 }
 
 const char* Model::token_label(int token) const {

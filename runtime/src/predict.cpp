@@ -236,17 +236,7 @@ Status encode_problem(const Model& model, const Problem& problem, float* feature
       }
     }
   }
-  uint32_t flags = 0;
-  if (enc->ranges()) {
-    for (const schema::FeatureRange* range : *enc->ranges()) {
-      ProblemField field;
-      if (find_problem_field(range->field()->string_view(), &field)) {
-        const int64_t v = problem.get(field);
-        if (v < range->min() || v > range->max()) flags |= 1u << static_cast<int>(field);
-      }
-    }
-  }
-  if (out_of_range_fields) *out_of_range_fields = flags;
+  if (out_of_range_fields) *out_of_range_fields = model.fields_out_of_range(problem);
   return Status::ok();
 }
 

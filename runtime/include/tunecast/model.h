@@ -89,6 +89,11 @@ class Model {
   // Problem fields the encoding and constraints read (bit per ProblemField).
   uint32_t required_fields() const { return required_fields_; }
 
+  // The encoding's training ranges, resolved to fields at load (several ranges of one field
+  // intersect): the bits of fields that have one, and the bits of those `problem` lies outside.
+  uint32_t ranged_fields() const { return ranged_fields_; }
+  uint32_t fields_out_of_range(const Problem& problem) const;
+
   // Multiply-adds of one greedy prediction (encoder + parameter_count() decoder steps), for the
   // benchmark's arithmetic floor.
   uint64_t greedy_multiply_adds() const;
@@ -107,6 +112,9 @@ class Model {
   uint16_t constraint_order_[kMaxConstraints] = {};
   int constraint_begin_[kMaxParameters + 1] = {};
   uint32_t required_fields_ = 0;
+  uint32_t ranged_fields_ = 0;
+  int64_t range_min_[kProblemFieldCount] = {};
+  int64_t range_max_[kProblemFieldCount] = {};
 };
 
 }  // namespace tunecast
