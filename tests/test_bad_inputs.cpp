@@ -519,6 +519,13 @@ TEST_CASE("CLI: missing, unreadable and corrupt files give one clear line and a 
                        "absent.tcir.json");
   check_one_line_error(run_cli(dir, "import-keras " + dir.file("gfx908_Nothing") + " -o " + dir.file("x.tcm")),
                        "gfx908_Nothing");
+  // A long parser message (it quotes what it read) is cut before the file's name, never the name.
+  write_text(dir.file("gfx908_Cut_encoder.ktn.model"), "{\"architecture\": \"" + std::string(400, 'A'));
+  write_text(dir.file("gfx908_Cut_decoder.ktn.model"), "{}");
+  write_text(dir.file("gfx908_Cut_metadata.ktn.model"), "{}");
+  const CliResult cut = run_cli(dir, "import-keras " + dir.file("gfx908_Cut") + " -o " + dir.file("x.tcm"));
+  check_one_line_error(cut, "malformed JSON");
+  CHECK_MESSAGE(contains(cut.err, "... in " + dir.file("gfx908_Cut_encoder.ktn.model") + "\n"), cut.err);
   write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());
   check_one_line_error(run_cli(dir, "table " + dir.file("tiny.tcm") + " --problems " + dir.file("absent.txt") +
                                         " -o " + dir.file("t.inc")),
@@ -581,6 +588,14 @@ TEST_CASE("CLI compile: a model refuses an encoding other than the one it was tr
   std::filesystem::remove(dir.file("out.tcm"));
   check_one_line_error(run_cli(dir, compile + dir.file("other.tce")),
                        "other.tce is not the encoding this model was trained with");
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.tcm")));
+  // The fp16 check's options are not silently ignored without --weights fp16, nor half given.
+  const std::string own = compile + dir.file("own.tce");
+  check_one_line_error(run_cli(dir, own + " --check-perfdb x.db --check-solver S"), "they need --weights fp16");
+  check_one_line_error(run_cli(dir, own + " --weights fp16 --check-perfdb x.db"),
+                       "--check-perfdb and --check-solver go together");
+  check_one_line_error(run_cli(dir, own + " --weights fp16 --check-perfdb x.db --check-solver S --check-limit -1"),
+                       "--check-limit must be 0 (all) or more");
   CHECK_FALSE(std::filesystem::exists(dir.file("out.tcm")));
 }
 
@@ -779,11 +794,21 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   CHECK(nlohmann::json::parse(r.out)["in_sample_problems"].is_null());
   CHECK(nlohmann::json::parse(r.out)["in_sample_basis"] == "unknown");
   CHECK_MESSAGE(contains(r.err, "holds another arch than the evaluated problems"), r.err);
-  // Another split seed deals the problems differently: no claim either way.
-  r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --split-seed 1");
+  // Another split seed deals the problems differently: each evaluated problem is placed in the
+  // model's splits with the model's seed.
+  int seed1_test = 0, seed1_test_learned = 0;
+  for (const PerfDbRow& row : rows) {
+    if (tunecast::codegen::split_name(tunecast::codegen::split_of(row.problem, 1)) != std::string("test")) continue;
+    ++seed1_test;
+    seed1_test_learned += tunecast::codegen::split_name(tunecast::codegen::split_of(row.problem, 0)) != std::string("test");
+  }
+  REQUIRE(seed1_test > 0);
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + common + " --split test --split-seed 1");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  CHECK(nlohmann::json::parse(r.out)["in_sample_splits"].empty());
-  CHECK_FALSE(contains(r.err, "in-sample"));
+  CHECK(nlohmann::json::parse(r.out)["n"] == seed1_test);
+  CHECK(nlohmann::json::parse(r.out)["in_sample_splits"] == nlohmann::json({"train", "val"}));
+  CHECK(nlohmann::json::parse(r.out)["in_sample_problems"] == seed1_test_learned);
+  CHECK_MESSAGE(contains(r.err, "this evaluation's split seed 1 is not the model's (0)"), r.err);
   r = run_cli(dir, "eval " + dir.file("plain.tcm") + common);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["in_sample_splits"].empty());
@@ -798,6 +823,68 @@ TEST_CASE("CLI eval: a model's fit_on marks evaluated splits it learned from as 
   CHECK(baselines["fit_on"] == "all");
   check_one_line_error(run_cli(dir, "eval " + dir.file("plain.tcm") + common + " --baselines-fit-on everything"),
                        "--baselines-fit-on must be train, train+val or all");
+}
+
+TEST_CASE("CLI eval: the arch of a DB named without one, repeated lists, plot names, baselines of another arch") {
+  TempDir dir;
+  make_tiny_perf_db(dir.file("tiny.db"), [](int) { return "10,20,30"; });
+  make_tiny_perf_db(dir.file("gfx900_1.db"), [](int) { return "10,20,30"; });
+  make_tiny_perf_db(dir.file("gfx906_1.db"), [](int) { return "10,20,30"; });
+  // A model whose rules read the arch cannot score problems of unknown arch: said before the work.
+  ir::Model m;
+  const std::string rules = std::string(tunecast_test::tiny_rules_text()) + "require a <= 30 || arch == gfx900\n";
+  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str()).is_ok());
+  write_blob_file(dir.file("arch.tcm"), m);
+  const std::string eval = "eval " + dir.file("arch.tcm") + " --solver Tiny --json --perfdb ";
+  check_one_line_error(run_cli(dir, eval + dir.file("tiny.db")),
+                       "the arch of " + dir.file("tiny.db") + "'s problems is unknown");
+  CliResult r = run_cli(dir, eval + dir.file("tiny.db") + " --arch gfx906");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["n"] == 12);
+  check_one_line_error(run_cli(dir, eval + dir.file("gfx900_1.db") + " --arch gfx906"),
+                       "--arch gfx906 disagrees with the arch gfx900 that the file name");
+  check_one_line_error(run_cli(dir, eval + dir.file("tiny.db") + " --arch gfx000"), "unknown arch 'gfx000'");
+  // Baselines that learn from another GPU's DB say so.
+  r = run_cli(dir, eval + dir.file("gfx906_1.db") + " --split test --train-perfdb " + dir.file("gfx900_1.db"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "the baselines learn from gfx900 tunings"), r.err);
+  // A width or precision named twice is a typo, not two columns.
+  check_one_line_error(run_cli(dir, eval + dir.file("gfx906_1.db") + " --beam 1,2,1"), "beam width 1 is given twice");
+  check_one_line_error(run_cli(dir, eval + dir.file("gfx906_1.db") + " --precision FP32,FP32"),
+                       "precision FP32 is given twice");
+  // The plot's format is checked before the work; so is an option's integer range.
+  check_one_line_error(run_cli(dir, eval + dir.file("gfx906_1.db") + " --plot " + dir.file("p.txt")),
+                       "must end with .png, .svg or .pdf");
+  check_one_line_error(run_cli(dir, eval + dir.file("gfx906_1.db") + " --limit 2147483647"),
+                       "option --limit: 2147483647 is out of range");
+}
+
+TEST_CASE("CLI: JSON output survives names that are not UTF-8; no valid candidate still prints its object") {
+  TempDir dir;
+  ir::Model m;
+  const std::string rules = std::string(tunecast_test::tiny_rules_text()) + "applies k >= 10\n";
+  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str()).is_ok());
+  m.metadata["solver"] = "Tiny";
+  const std::string odd = dir.file("odd\xff.tcm");
+  write_blob_file(odd, m);
+  CliResult r = run_cli(dir, "inspect '" + odd + "' --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(nlohmann::json::parse(r.out)["file"].get<std::string>(), "odd\xef\xbf\xbd.tcm"));  // U+FFFD
+  // k = 1 leaves no valid `a` (require a <= k) and fails `applies`: the JSON says both, exit 3.
+  r = run_cli(dir, "predict '" + odd + "' --json --problem dir=F,dtype=FP32,n=16,c=4,k=1,h=7,w=7,y=1,x=1");
+  CHECK(r.exit_code == 3);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["candidates"].empty());
+  CHECK(j["applicable"] == false);
+  CHECK(j["not_applicable"] == "k >= 10");
+  CHECK(contains(j["error"].get<std::string>(), "no valid candidate"));
+  r = run_cli(dir, "predict '" + odd + "' --problem dir=F,dtype=FP32,n=16,c=4,k=1,h=7,w=7,y=1,x=1");
+  CHECK(r.exit_code == 3);
+  CHECK_MESSAGE(contains(r.err, "warning: Tiny does not apply to this problem: `k >= 10` fails"), r.err);
+  CHECK_MESSAGE(contains(r.err, "tunecast: no valid candidate"), r.err);
+  // --features: an empty or non-numeric item is named by its place.
+  check_one_line_error(run_cli(dir, "predict '" + odd + "' --features 1,,2"), "--features: value 2 is empty");
+  check_one_line_error(run_cli(dir, "predict '" + odd + "' --features 1,x"), "value 2 ('x') is not a finite number");
 }
 
 TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval and table, never enforced") {

@@ -234,6 +234,7 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
         "t.tcr:3:9: let 'f' takes 1 arguments, 2 given");
   CHECK(compile_error("params a\nrequire min(a) > 0\n") == "t.tcr:2:9: min() takes at least 2 arguments, 1 given");
   CHECK(compile_error("params a\nrequire a $ 2\n") == "t.tcr:2:11: unexpected character '$'");
+  CHECK(compile_error("params a\nrequire a \xff 2\n") == "t.tcr:2:11: unexpected character '\\xff'");
   CHECK(compile_error("params a\nrequire a == 99999999999999999999\n") ==
         "t.tcr:2:14: integer literal '99999999999999999999' out of int64 range");
   // Parameter names from the model.

@@ -9,6 +9,7 @@ Example:
 import argparse
 import json
 import os
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,9 +39,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
                     help="perf DB folder, or folder of <solver>.csv from tools/dataset.py")
-    ap.add_argument("--solver", nargs="+", default=list(data.SOLVER_PARAMS))
-    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"])
-    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"])
+    ap.add_argument("--solver", nargs="+", default=list(data.SOLVER_PARAMS), choices=list(data.SOLVER_PARAMS))
+    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"], choices=list(data.ARCHS))
+    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"], choices=list(data.DTYPES))
     ap.add_argument("--split", default="test", choices=["val", "test"])
     ap.add_argument("--seed", type=int, default=0, help="unused (baselines are deterministic)")
     ap.add_argument("--json", help="write results here")
@@ -49,16 +50,23 @@ def main():
     results, table = {}, []
     for solver in args.solver:
         print(f"[baselines] {solver} ...", flush=True)
-        rows = data.load(args.data, [solver], args.arch, args.precision)
+        try:
+            rows = data.load(args.data, [solver], args.arch, args.precision)
+        except (OSError, ValueError, sqlite3.Error) as e:
+            sys.exit(f"baselines.py: {e}")
         for (arch, prec), res in run(rows, args.split).items():
             results[f"{solver}/{arch}/{prec}"] = res
             for name, m in res.items():
                 table.append((f"{solver} {arch} {prec} {name}", m))
+    if not table:
+        sys.exit(f"baselines.py: no group of {', '.join(args.arch)} x {', '.join(args.precision)} has both "
+                 f"train and {args.split} rows in {args.data}")
     print(metrics.table(table))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
+        with open(args.json + ".partial", "w") as f:
             json.dump(results, f, indent=1)
+        os.replace(args.json + ".partial", args.json)
         print(f"[baselines] wrote {args.json}")
 
 

@@ -7,6 +7,7 @@ Example (one CSV per solver, all four kernels, both archs, FP32+FP16, into the g
 import argparse
 import collections
 import os
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -16,9 +17,10 @@ from tunecast_train import data  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--perfdb-dir", default=data.DEFAULT_PERFDB_DIR, help="folder of <arch>_<CUs>.db")
-    ap.add_argument("--solver", nargs="+", default=list(data.SOLVER_PARAMS), help="solvers (default: the four)")
-    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"])
-    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"])
+    ap.add_argument("--solver", nargs="+", default=list(data.SOLVER_PARAMS), choices=list(data.SOLVER_PARAMS),
+                    help="solvers (default: the four)")
+    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"], choices=list(data.ARCHS))
+    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"], choices=list(data.DTYPES))
     ap.add_argument("--split-seed", type=int, default=0, help="salt of the split hash (default 0)")
     ap.add_argument("--seed", type=int, default=0, help="unused (extraction is deterministic); for uniformity")
     ap.add_argument("--out", required=True, help="output folder: writes <solver>.csv")
@@ -26,7 +28,14 @@ def main():
 
     for solver in args.solver:
         print(f"[dataset] {solver}: reading {', '.join(args.arch)} {', '.join(args.precision)}", flush=True)
-        rows = data.extract(args.perfdb_dir, [solver], args.arch, args.precision, args.split_seed)
+        try:
+            rows = data.extract(args.perfdb_dir, [solver], args.arch, args.precision, args.split_seed)
+        except (OSError, sqlite3.Error) as e:
+            sys.exit(f"dataset.py: {e}")
+        if not rows:
+            print(f"  no {solver} rows for {', '.join(args.arch)} {', '.join(args.precision)}: nothing written",
+                  flush=True)
+            continue
         path = os.path.join(args.out, f"{solver}.csv")
         data.write_csv(rows, path)
         counts = collections.Counter((r["arch_name"], r["dtype"], r["split"]) for r in rows)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plot perfect@k from `tunecast eval --json` output: model vs baselines.
 
-usage: plot_eval.py EVAL.json OUT.png
+usage: plot_eval.py EVAL.json OUT.png   (or OUT.svg / OUT.pdf)
 """
 import json
 import os
@@ -12,13 +12,31 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def read_eval(path):
+    """The eval result, or exits with one line naming what is wrong with the file."""
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except OSError as e:
+        sys.exit(f"plot_eval.py: cannot read {path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        sys.exit(f"plot_eval.py: {path} is not JSON: {e}")
+    if not isinstance(result, dict) or not isinstance(result.get("perfect"), dict) or "n" not in result:
+        sys.exit(f"plot_eval.py: {path} is not `tunecast eval --json` output (no 'perfect' and 'n')")
+    return result
+
 
 def main():
     if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
-    with open(sys.argv[1]) as f:
-        result = json.load(f)
+    out = sys.argv[2]
+    if not out.lower().endswith(FORMATS):
+        sys.exit(f"plot_eval.py: {out}: the plot's name must end with {', '.join(FORMATS)}")
+    result = read_eval(sys.argv[1])
     ks = sorted(int(k) for k in result["perfect"])
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(ks, [result["perfect"][str(k)] for k in ks], "o-", label="tunecast", linewidth=2)
@@ -38,7 +56,16 @@ def main():
     ax.set_title(f"{result.get('solver', '')} {arch} {precisions} ({result['n']} problems, split {result.get('split')})")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=120)
+    # Written beside the target and renamed: a failed run leaves no half-written plot.
+    root, ext = os.path.splitext(out)
+    partial = f"{root}.partial{ext}"
+    try:
+        fig.savefig(partial, dpi=120)
+        os.replace(partial, out)
+    except OSError as e:
+        if os.path.exists(partial):
+            os.remove(partial)
+        sys.exit(f"plot_eval.py: cannot write {out}: {e.strerror}")
     return 0
 
 

@@ -24,15 +24,32 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="passed to every run whose line sets no --seed")
     ap.add_argument("--only", nargs="*", help="run only these names")
     args = ap.parse_args()
-    runs = []
-    for line in open(args.plan):
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    try:
+        with open(args.plan) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        sys.exit(f"sweep.py: cannot read {args.plan}: {e.strerror}")
+    runs, names = [], set()
+    for number, line in enumerate(lines, 1):
         line = line.strip()
-        if line and not line.startswith("#"):
-            name, rest = line.split(":", 1)
-            if not args.only or name.strip() in args.only:
-                runs.append((name.strip(), rest.replace("{data}", args.data)))
+        if not line or line.startswith("#"):
+            continue
+        name, colon, rest = line.partition(":")
+        name = name.strip()
+        if not colon or not name or any(c.isspace() or c == "/" for c in name):
+            sys.exit(f"sweep.py: {args.plan}:{number}: expected `NAME: train.py arguments` (NAME without spaces or /)")
+        if name in names:
+            sys.exit(f"sweep.py: {args.plan}:{number}: run {name} is named twice")
+        names.add(name)
+        if not args.only or name in args.only:
+            runs.append((name, rest.replace("{data}", args.data)))
+    unknown = sorted(set(args.only or ()) - names)
+    if unknown:
+        sys.exit(f"sweep.py: --only names no run of {args.plan}: {', '.join(unknown)}")
     here = os.path.dirname(os.path.abspath(__file__))
-    pending, live, t0 = list(runs), [], time.time()
+    pending, live, failed, t0 = list(runs), [], [], time.time()
     while pending or live:
         while pending and len(live) < args.jobs:
             name, rest = pending.pop(0)
@@ -52,7 +69,11 @@ def main():
                 log.close()
                 live.remove(item)
                 print(f"[sweep] {name} exited {p.returncode} at {time.time() - t0:.0f}s", flush=True)
+                if p.returncode != 0:
+                    failed.append(name)
     print(f"[sweep] all done in {time.time() - t0:.0f}s")
+    if failed:  # the sweep is only as good as its runs: a script waiting on it must see this
+        sys.exit(f"[sweep] {len(failed)} of {len(runs)} runs failed (see OUT/NAME/train.log): {', '.join(failed)}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import math
 import os
 import random
 import shlex
+import sqlite3
 import sys
 import time
 
@@ -35,8 +36,8 @@ def parse():
     ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
                     help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py")
     ap.add_argument("--solver", default="ConvAsm1x1U", choices=list(data.SOLVER_PARAMS))
-    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"])
-    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"])
+    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"], choices=list(data.ARCHS))
+    ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"], choices=list(data.DTYPES))
     ap.add_argument("--train-precision", nargs="+", default=None,
                     help="precisions used for training (default: --precision); e.g. add BF16 as extra data")
     ap.add_argument("--model", default="mlp", choices=list(models.MODELS))
@@ -80,6 +81,17 @@ def parse():
                          "runtime to reproduce PyTorch's outputs (model.vectors.json) within 1e-4")
     ap.add_argument("--out", required=True, help="output folder")
     args = ap.parse_args()
+    for option in ("emb", "units", "hidden", "filters", "layers", "heads", "epochs", "batch", "eval_every", "threads"):
+        if getattr(args, option) < 1:
+            ap.error(f"--{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}")
+    if not args.lr > 0 or not args.wd >= 0 or not args.time_limit >= 0:
+        ap.error("--lr must be positive, --wd and --time-limit 0 or more")
+    if not (0 <= args.dropout < 1 and 0 <= args.label_smoothing < 1):
+        ap.error("--dropout and --label-smoothing must be in [0, 1)")
+    if args.train_precision and not set(args.train_precision) <= set(data.DTYPES):
+        ap.error(f"--train-precision: choose from {', '.join(data.DTYPES)}")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error(f"--device {args.device}: this PyTorch sees no CUDA device (use --device cpu)")
     if not os.path.exists(args.data):
         sys.exit(f"train: --data {args.data} not found (a perf DB folder, or tools/dataset.py's CSV folder or file)")
     if os.path.isdir(args.data) and not any(f.endswith(".db") for f in os.listdir(args.data)) \
@@ -133,8 +145,11 @@ def main():
     name = args.name or f"{args.solver}_{args.model}"
     ks = metrics.KS
     train_prec = args.train_precision or args.precision
-    rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
-                     args.split_seed)
+    try:
+        rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
+                         args.split_seed)
+    except (OSError, ValueError, sqlite3.Error) as e:
+        sys.exit(f"train: {e}")
     train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and data.PRECISION_OF[r["dtype"]] in train_prec]
     val = [r for r in rows if r["split"] == "val" and data.PRECISION_OF[r["dtype"]] in args.precision]
     test = [r for r in rows if r["split"] == "test" and data.PRECISION_OF[r["dtype"]] in args.precision]
@@ -145,6 +160,9 @@ def main():
     # Splits the model learns from score nothing: no checkpoint selection on val, no test figures.
     val = [] if "val" in data.FIT_SPLITS[args.fit_on] else val
     test = [] if "test" in data.FIT_SPLITS[args.fit_on] else test
+    if not train:
+        sys.exit(f"train: no {args.fit_on} rows of {args.solver} for {', '.join(args.arch)} x {', '.join(train_prec)} "
+                 f"in {args.data}")
     last_epoch = min(args.stop_epoch or args.epochs, args.epochs)
     print(f"[train] {name}: {len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
           f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ struct PredictBuffers {
 void predict_in_parallel(const Model& model, int max_beam, size_t count, int threads,
                          const char* label, bool quiet,
                          const std::function<void(size_t, PredictBuffers&)>& work);
+
+// `j` as text (indent < 0: one line). Bytes that are not UTF-8 (a file name, a blob's metadata)
+// become U+FFFD instead of throwing.
+std::string json_text(const nlohmann::json& j, int indent = -1);
 
 // Prints "tunecast: <message>" and returns the exit code for `status`.
 int fail(const Status& status);

@@ -1,6 +1,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
 
@@ -71,8 +72,12 @@ Status Args::get_int(const std::string& name, int fallback, int* out) const {
   const std::string text = get(name);
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || value < -1000000000L || value > 1000000000L) {
-    return Status::error(StatusCode::kInvalidArgument, "option --%s needs an integer, got '%s'",
+  if (text.empty() || *end != '\0') {
+    return Status::error(StatusCode::kInvalidArgument, "option --%s needs an integer, got '%.40s'",
+                         name.c_str(), text.c_str());
+  }
+  if (value < -1000000000L || value > 1000000000L) {  // also what strtol saturated
+    return Status::error(StatusCode::kInvalidArgument, "option --%s: %.40s is out of range (at most 1e9 in size)",
                          name.c_str(), text.c_str());
   }
   *out = static_cast<int>(value);
@@ -194,6 +199,10 @@ void predict_in_parallel(const Model& model, int max_beam, size_t count, int thr
     std::fprintf(stderr, "%s: %zu problems in %.2f s on %d threads (%.0f problems/s)\n", label,
                  count, seconds, threads, static_cast<double>(count) / seconds);
   }
+}
+
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 int fail(const Status& status) {

@@ -27,6 +27,28 @@ std::vector<std::string> with_weight_options(std::vector<std::string> options) {
   for (const char* o : {"weights", "check-perfdb", "check-solver", "check-limit"}) options.push_back(o);
   return options;
 }
+// The weight options' own consistency, checked before any work: the --check-* options steer the
+// fp16 check only, so without --weights fp16 they would be ignored without a word.
+Status check_weight_options(const Args& args) {
+  const std::string storage = args.get("weights", "fp32");
+  if (storage != "fp32" && storage != "fp16") {
+    return Status::error(StatusCode::kInvalidArgument, "--weights must be fp32 or fp16");
+  }
+  const bool any_check = args.has("check-perfdb") || args.has("check-solver") || args.has("check-limit");
+  if (any_check && storage != "fp16") {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "--check-perfdb, --check-solver and --check-limit steer the fp16 check: they need "
+                         "--weights fp16");
+  }
+  if (any_check && (!args.has("check-perfdb") || !args.has("check-solver"))) {
+    return Status::error(StatusCode::kInvalidArgument, "--check-perfdb and --check-solver go together");
+  }
+  int limit = 0;
+  TUNECAST_RETURN_IF_ERROR(args.get_int("check-limit", 1000, &limit));
+  if (limit < 0) return Status::error(StatusCode::kInvalidArgument, "--check-limit must be 0 (all) or more");
+  return Status::ok();
+}
+
 constexpr const char* kWeightHelp =
     "--weights fp16 stores the product weights (Dense, Conv1D, LSTM kernels) as IEEE fp16, half\n"
     "the bytes (default fp32). The fp16 blob is written only if its greedy prediction and beam-10\n"
@@ -51,10 +73,7 @@ struct LoadedBlob {
 Status check_samples(const Model& model, const Args& args, const std::vector<std::vector<float>>& test_vectors,
                      std::vector<codegen::CheckSample>* samples, std::string* what) {
   samples->clear();
-  if (args.has("check-perfdb") || args.has("check-solver")) {
-    if (!args.has("check-perfdb") || !args.has("check-solver")) {
-      return Status::error(StatusCode::kInvalidArgument, "--check-perfdb and --check-solver go together");
-    }
+  if (args.has("check-perfdb")) {  // with --check-solver: check_weight_options
     if (model.root()->encoding() == nullptr) {
       return Status::error(StatusCode::kInvalidArgument,
                            "--check-perfdb needs a model with a feature encoding (--encoding)");
@@ -163,10 +182,7 @@ Status check_vectors(const std::vector<uint8_t>& blob, const Args& args) {
 // Checks, attaches rules, writes the blob and prints a one-line summary.
 int finish(const char* command, ir::Model* model, const Args& args,
            const std::vector<std::vector<float>>& test_vectors = {}) {
-  const std::string storage = args.get("weights", "fp32");
-  if (storage != "fp32" && storage != "fp16") {
-    return usage_error(command, "--weights must be fp32 or fp16");
-  }
+  const std::string storage = args.get("weights", "fp32");  // checked by check_weight_options
   Status status = codegen::attach_rules(model, args.get("rules"), args.get("encoding"));
   if (status) status = check_ir(*model);
   std::vector<uint8_t> blob;
@@ -219,6 +235,8 @@ int cmd_import_keras(const std::vector<std::string>& argv) {
   if (args.positional().size() != 1 || !args.has("output")) {
     return usage_error("import-keras", "expected one MODEL and -o OUT.tcm");
   }
+  status = check_weight_options(args);
+  if (!status) return usage_error("import-keras", status.message());
   std::string source = args.positional()[0];
   ir::Model model;
   if (ends_with(source, ".tn.model")) {
@@ -264,6 +282,8 @@ int cmd_compile(const std::vector<std::string>& argv) {
   if (args.positional().size() != 1 || !args.has("output")) {
     return usage_error("compile", "expected one MODEL.tcir.json and -o OUT.tcm");
   }
+  status = check_weight_options(args);
+  if (!status) return usage_error("compile", status.message());
   ir::Model model;
   status = read_ir_json(args.positional()[0], &model);
   if (!status) return fail(status);

@@ -1,8 +1,10 @@
 // eval: the paper's metrics, computed by the real runtime (constrained beam search) over every
 // problem of a solver in a perf DB, next to the trivial baselines.
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -41,6 +43,22 @@ std::set<std::string> fit_splits(const std::string& fit_on) {
   if (fit_on == "train+val") return {"train", "val"};
   if (fit_on == "all") return {"train", "val", "test"};
   return {};
+}
+
+// Whether matplotlib (tools/plot_eval.py) can write `path` by its extension.
+bool has_plot_extension(const std::string& path) {
+  for (const char* ext : {".png", ".svg", ".pdf", ".PNG", ".SVG", ".PDF"}) {
+    const size_t n = std::strlen(ext);
+    if (path.size() > n && path.compare(path.size() - n, n, ext) == 0) return true;
+  }
+  return false;
+}
+
+// `text` as one word for /bin/sh: in single quotes, each ' written as '\''.
+std::string shell_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }
 
 // Whether `list` (metadata such as "FP32,FP16" or "gfx900,gfx906") names `value`'s symbol.
@@ -154,7 +172,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   Args args;
   Status status = args.parse(
       argv, {"perfdb", "solver", "precision", "beam", "split", "split-seed", "train-perfdb", "baselines-fit-on", "plot",
-             "limit", "threads", "search-width", "candidates"},
+             "limit", "threads", "search-width", "candidates", "arch"},
       {"json", "no-baselines", "no-constraints"});
   if (args.has("help")) {
     std::printf(
@@ -163,7 +181,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "                     [--train-perfdb DB] [--baselines-fit-on train|train+val|all]\n"
         "                     [--search-width W] [--no-baselines] [--no-constraints]\n"
         "                     [--plot FILE.png] [--candidates FILE.jsonl] [--json] [--limit N]\n"
-        "                     [--threads N]\n\n"
+        "                     [--threads N] [--arch A]\n\n"
         "Runs the runtime's constrained beam search at each beam width over every problem of\n"
         "solver S (and the given precisions) in DB and reports the paper's metrics:\n"
         "  perfect@k  share of problems whose tuned vector is among the k candidates (beam k)\n"
@@ -186,7 +204,9 @@ int cmd_eval(const std::vector<std::string>& argv) {
         "evaluated problems it learned from: exactly with --train-perfdb (the model's own DB,\n"
         "e.g. when DB is an independent holdout), else taking DB for the model's own.\n"
         "--precision: FP32, FP16, BF16, INT8, comma-separated (default: all four).\n"
-        "--plot FILE.png also writes FILE.png.json and draws perfect@k with\n"
+        "The problems' arch comes from DB's file name, as MIOpen names perf DBs (gfx906_60.db);\n"
+        "--arch A gives it for a DB named otherwise (it must agree with the name's, if any).\n"
+        "--plot FILE.png (or .svg, .pdf) also writes FILE.png.json and draws perfect@k with\n"
         "/usr/bin/python3 tools/plot_eval.py (needs python3-matplotlib).\n"
         "--search-width W: each k takes the first k candidates of a beam of max(k, W), so k = 1\n"
         "is the best of a W-wide search instead of the greedy one (default: the model's metadata\n"
@@ -225,6 +245,9 @@ int cmd_eval(const std::vector<std::string>& argv) {
     if (k < 1 || k > kMaxBeamWidth) {
       return usage_error("eval", "beam width '" + t + "' is outside 1.." + std::to_string(kMaxBeamWidth));
     }
+    if (std::find(ks.begin(), ks.end(), k) != ks.end()) {
+      return usage_error("eval", "beam width " + std::to_string(k) + " is given twice");
+    }
     ks.push_back(static_cast<int>(k));
   }
   std::set<int64_t> dtypes;
@@ -233,7 +256,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
     if (!find_problem_symbol(ProblemField::kDtype, p, &value)) {
       return usage_error("eval", "unknown precision '" + p + "' (FP32, FP16, BF16, INT8)");
     }
-    dtypes.insert(value);
+    if (!dtypes.insert(value).second) return usage_error("eval", "precision " + p + " is given twice");
   }
   const std::string split = args.get("split", "all");
   if (split != "all" && split != "train" && split != "val" && split != "test") {
@@ -251,6 +274,17 @@ int cmd_eval(const std::vector<std::string>& argv) {
   if (!status) return usage_error("eval", status.message());
   if (limit < 0) return usage_error("eval", "--limit must be 0 (every problem) or more");
   if (threads < 1) return usage_error("eval", "--threads must be at least 1");
+  std::optional<int64_t> arch;
+  if (args.has("arch")) {
+    int64_t value = 0;
+    if (!find_problem_symbol(ProblemField::kArch, args.get("arch"), &value)) {
+      return usage_error("eval", "unknown arch '" + args.get("arch") + "'");
+    }
+    arch = value;
+  }
+  if (args.has("plot") && !has_plot_extension(args.get("plot"))) {
+    return usage_error("eval", "--plot " + args.get("plot") + ": the plot's name must end with .png, .svg or .pdf");
+  }
   // Output files are checked before the work, so that a long evaluation is not lost to a typo.
   for (const char* option : {"plot", "candidates"}) {
     if (args.has(option)) {
@@ -275,15 +309,26 @@ int cmd_eval(const std::vector<std::string>& argv) {
   status = args.get_int("search-width", search_width, &search_width);
   if (status) status = check_beam_width("search width", search_width);
   if (!status) return usage_error("eval", status.message());
-  // Splits this evaluation shares with the model's training data, by the model's own metadata
-  // (none known for imported models): a refit on all of our split has no held-out problems left.
+  // Splits of the model's training data the evaluated problems may fall in, by the model's own
+  // metadata (none known for imported models): a refit on all of our split has no held-out
+  // problems left. Problems are placed in the model's splits with the model's split seed: an
+  // evaluation drawn with another seed mixes them, so every learned split may be among them.
   std::vector<std::string> in_sample;
   const char* model_fit_on = model.metadata("fit_on");
-  const char* model_split_seed = model.metadata("split_seed");
-  if (model_fit_on && (!model_split_seed || std::to_string(seed) == model_split_seed)) {
+  int model_seed = seed;
+  if (const char* text = model.metadata("split_seed")) {
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || value < INT_MIN || value > INT_MAX) {
+      return fail(Status::error(StatusCode::kInvalidArgument, "%s: metadata split_seed '%s' is not an integer",
+                                args.positional()[0].c_str(), text));
+    }
+    model_seed = static_cast<int>(value);
+  }
+  if (model_fit_on) {
     const std::set<std::string> learned = fit_splits(model_fit_on);
     for (const char* s : {"train", "val", "test"}) {
-      if (learned.count(s) && (split == "all" || split == s)) in_sample.push_back(s);
+      if (learned.count(s) && (split == "all" || split == s || model_seed != seed)) in_sample.push_back(s);
     }
   }
 
@@ -303,6 +348,15 @@ int cmd_eval(const std::vector<std::string>& argv) {
   };
   std::vector<PerfDbRow> rows, train_rows;  // train_rows: --train-perfdb's, read before the work too
   status = read_rows(args.get("perfdb"), &rows);
+  for (size_t i = 0; status && arch && i < rows.size(); ++i) {
+    Problem& problem = rows[i].problem;
+    if (problem.has(ProblemField::kArch) && problem.get(ProblemField::kArch) != *arch) {
+      return usage_error("eval", "--arch " + args.get("arch") + " disagrees with the arch " +
+                                     problem_symbol_name(ProblemField::kArch, problem.get(ProblemField::kArch)) +
+                                     " that the file name " + args.get("perfdb") + " gives");
+    }
+    problem.set(ProblemField::kArch, *arch);
+  }
   if (status && args.has("train-perfdb")) {
     status = read_rows(args.get("train-perfdb"), &train_rows);
   }
@@ -321,6 +375,14 @@ int cmd_eval(const std::vector<std::string>& argv) {
     evaluated.push_back(r);
     if (limit > 0 && static_cast<int>(evaluated.size()) >= limit) break;
   }
+  const uint32_t arch_bit = 1u << static_cast<int>(ProblemField::kArch);
+  if ((model.required_fields() & arch_bit) && !evaluated.empty() &&
+      !evaluated.front().problem.has(ProblemField::kArch)) {
+    return fail(Status::error(StatusCode::kInvalidArgument,
+                              "the arch of %s's problems is unknown and %s reads it: MIOpen names perf DBs "
+                              "by arch (gfx906_60.db); rename the file or pass --arch",
+                              args.get("perfdb").c_str(), args.positional()[0].c_str()));
+  }
   if (evaluated.empty()) {
     const char* model_solver = model.metadata("solver");
     const std::string hint = model_solver ? std::string(" (the model predicts ") + model_solver + ")" : "";
@@ -329,7 +391,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
                               hint.c_str()));
   }
 
-  const std::optional<size_t> in_sample_known = count_in_sample(model, evaluated, in_sample, seed,
+  const std::optional<size_t> in_sample_known = count_in_sample(model, evaluated, in_sample, model_seed,
                                                                 args.has("train-perfdb") ? &train_rows : nullptr);
   const size_t in_sample_count = in_sample_known.value_or(0);
   if (!in_sample.empty() && !in_sample_known) {
@@ -350,7 +412,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
                    "eval: note: %zu of %zu evaluated problems are problems of %s (same key) that %s "
                    "learned from (its fit_on %s: the %s problems of split seed %d): %s\n",
                    in_sample_count, evaluated.size(), args.get("train-perfdb").c_str(), model_path.c_str(),
-                   model_fit_on, names.c_str(), seed,
+                   model_fit_on, names.c_str(), model_seed,
                    in_sample_count == 0 ? "every figure is out-of-sample" : what.c_str());
     } else {
       std::fprintf(stderr,
@@ -359,7 +421,14 @@ int cmd_eval(const std::vector<std::string>& argv) {
                    "independent holdout) pass the model's own DB of that arch as --train-perfdb to count "
                    "exactly\n",
                    args.get("perfdb").c_str(), model_path.c_str(), in_sample_count, evaluated.size(),
-                   names.c_str(), model_fit_on, seed, what.c_str());
+                   names.c_str(), model_fit_on, model_seed, what.c_str());
+    }
+    if (model_seed != seed) {
+      std::fprintf(stderr,
+                   "eval: note: this evaluation's split seed %d is not the model's (%d): its %s problems "
+                   "are a mix of the model's splits, and were placed in them with the model's seed to count "
+                   "those it learned\n",
+                   seed, model_seed, split.c_str());
     }
   }
 
@@ -476,7 +545,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
       for (size_t c = 0; c < cands.size(); ++c) {
         line["candidates"].push_back({{"values", cands[c]}, {"score", results[i].scores[c]}});
       }
-      lines += line.dump() + "\n";
+      lines += json_text(line) + "\n";
     }
     status = codegen::write_file_atomic(args.get("candidates"), lines);
     if (!status) return fail(status);
@@ -535,6 +604,25 @@ int cmd_eval(const std::vector<std::string>& argv) {
       train_params.push_back(r.params);
     }
     train_count = train_problems.size();
+    std::set<std::string> train_archs, evaluated_archs;  // symbols; a DB named without one has none
+    auto arch_of = [](const Problem& p) {
+      return p.has(ProblemField::kArch) ? problem_symbol_name(ProblemField::kArch, p.get(ProblemField::kArch)) : nullptr;
+    };
+    for (const Problem& p : train_problems) {
+      if (const char* a = arch_of(p)) train_archs.insert(a);
+    }
+    for (const PerfDbRow& r : evaluated) {
+      if (const char* a = arch_of(r.problem)) evaluated_archs.insert(a);
+    }
+    if (!train_archs.empty() && !evaluated_archs.empty() && train_archs != evaluated_archs) {
+      std::string learn, eval;
+      for (const std::string& a : train_archs) learn += (learn.empty() ? "" : ", ") + a;
+      for (const std::string& a : evaluated_archs) eval += (eval.empty() ? "" : ", ") + a;
+      std::fprintf(stderr,
+                   "eval: note: the baselines learn from %s tunings (%s), the evaluated problems are %s: "
+                   "they answer with another GPU's vectors\n",
+                   learn.c_str(), args.get("train-perfdb").c_str(), eval.c_str());
+    }
     if (train_count == 0) {
       std::fprintf(stderr,
                    "eval: note: no baselines: no %s rows of %s are left once the evaluated problems are "
@@ -565,18 +653,19 @@ int cmd_eval(const std::vector<std::string>& argv) {
 
   if (args.has("plot")) {
     const std::string json_path = args.get("plot") + ".json";
-    status = codegen::write_file_atomic(json_path, j.dump(2));
+    status = codegen::write_file_atomic(json_path, json_text(j, 2));
     if (!status) return fail(status);
-    const std::string command = "/usr/bin/python3 \"" TUNECAST_TOOLS_DIR "/plot_eval.py\" \"" + json_path +
-                                "\" \"" + args.get("plot") + "\"";
+    const std::string command = "/usr/bin/python3 " + shell_quoted(TUNECAST_TOOLS_DIR "/plot_eval.py") + " " +
+                                shell_quoted(json_path) + " " + shell_quoted(args.get("plot"));
     if (std::system(command.c_str()) != 0) {
       return fail(Status::error(StatusCode::kIoError,
-                                "plotting failed (needs python3 with matplotlib): %s", command.c_str()));
+                                "plotting failed (the results are in %s; plot_eval.py said why above): %s",
+                                json_path.c_str(), command.c_str()));
     }
   }
 
   if (args.has("json")) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
     return 0;
   }
   std::printf("%s on %s: %s %s, split %s, %d problems\n", args.positional()[0].c_str(),

@@ -51,8 +51,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         "Prints a model's metadata, layers with shapes and weight counts, vocabulary per\n"
         "parameter position, constraints, feature encoding, the conditions under which the kernel\n"
         "applies (its rules' `applies` statements) and the scratch memory a prediction\n"
-        "needs. --json prints one object (arch, solver, precisions, directions, parameters, applies,\n"
-        "sizes).\n");
+        "needs. --json prints one object: archs, solver, precisions, directions (lists from the\n"
+        "metadata), parameters, applies, metadata, sizes.\n");
     return 0;
   }
   if (!status) return usage_error("inspect", status.message());
@@ -114,7 +114,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     j["scratch_bytes"] = {{"1", model.scratch_bytes(1)}, {"10", model.scratch_bytes(10)},
                           {"100", model.scratch_bytes(100)}};
     j["greedy_multiply_adds"] = model.greedy_multiply_adds();
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
     return 0;
   }
 

@@ -12,21 +12,27 @@
 namespace tunecast::cli {
 namespace {
 
+// "0.5, 1, -2e3": comma-separated finite numbers, spaces around each allowed; an empty item is an
+// error (a doubled comma is more likely a typo than a value to skip).
 Status parse_features(const std::string& text, std::vector<float>* out) {
   out->clear();
-  const char* p = text.c_str();
-  while (*p) {
-    while (*p == ' ' || *p == ',') ++p;
-    if (!*p) break;
+  size_t start = 0;
+  for (int index = 1;; ++index) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty()) return Status::error(StatusCode::kInvalidArgument, "--features: value %d is empty", index);
     char* end = nullptr;
-    const float v = std::strtof(p, &end);
-    if (end == p || !std::isfinite(v)) {
-      return Status::error(StatusCode::kInvalidArgument, "--features: '%s' is not a number", p);
+    const float v = std::strtof(item.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(v)) {
+      return Status::error(StatusCode::kInvalidArgument, "--features: value %d ('%.40s%s') is not a finite number",
+                           index, item.c_str(), item.size() > 40 ? "..." : "");
     }
     out->push_back(v);
-    p = end;
+    if (comma == text.size()) return Status::ok();
+    start = comma + 1;
   }
-  return Status::ok();
 }
 
 }  // namespace
@@ -130,7 +136,11 @@ int cmd_predict(const std::vector<std::string>& argv) {
     status = predict(model, problem, options, scratch.data(), scratch.size(), candidates.data(),
                      count, &info);
   }
-  if (!status) return fail(status);
+  // No valid candidate is an answer too: the notes on the problem (often the reason) and the JSON
+  // object still come, before the error and its exit status.
+  const bool no_candidate = !status && status.code() == StatusCode::kNoValidCandidate;
+  if (!status && !no_candidate) return fail(status);
+  if (no_candidate) info.candidates = 0;
 
   const bool constrained = options.use_model_constraints && have_problem &&
                            model.root()->constraints() && model.root()->constraints()->size() > 0;
@@ -160,8 +170,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
     j["out_of_range_fields"] = field_names(info.out_of_range_fields);
     j["applicable"] = have_problem ? nlohmann::json(info.not_applicable < 0) : nlohmann::json(nullptr);
     if (info.not_applicable >= 0) j["not_applicable"] = applicability_text(model, info.not_applicable);
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+    if (no_candidate) j["error"] = status.message();
+    std::printf("%s\n", json_text(j, 2).c_str());
+    return no_candidate ? fail(status) : 0;
   }
   for (const std::string& note : out_of_range_notes(model, problem, info.out_of_range_fields)) {
     std::fprintf(stderr,
@@ -172,8 +183,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
   if (info.not_applicable >= 0) {
     std::fprintf(stderr, "tunecast: warning: %s (the model's rules: MIOpen would not run the kernel here)%s\n",
                  not_applicable_note(model, info.not_applicable).c_str(),
-                 constrained ? "; the candidates still meet its validity rules" : "");
+                 constrained && !no_candidate ? "; the candidates still meet its validity rules" : "");
   }
+  if (no_candidate) return fail(status);
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,
               options.beam_width > count

@@ -165,8 +165,7 @@ class Reader {
     va_start(args, format);
     std::vsnprintf(what, sizeof what, format, args);
     va_end(args);
-    return Status::error(code, "%s: %s in %.*s", path.c_str(), what,
-                         static_cast<int>(source_.size()), source_.data());
+    return Status::error_with_tail(code, (path + ": " + what).c_str(), (" in " + std::string(source_)).c_str());
   }
 
   static const json* find(const json& obj, const char* key) {

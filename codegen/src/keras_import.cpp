@@ -45,7 +45,7 @@ Status error_in(StatusCode code, std::string_view source, const char* format, ..
   va_start(args, format);
   std::vsnprintf(what, sizeof what, format, args);
   va_end(args);
-  return Status::error(code, "%s in %.*s", what, static_cast<int>(source.size()), source.data());
+  return Status::error_with_tail(code, what, (" in " + std::string(source)).c_str());
 }
 
 // A Keras tensor as the importer tracks it: the IR value plus its Keras rank without the batch
@@ -212,7 +212,7 @@ class GraphImporter {
     va_start(args, format);
     std::vsnprintf(what, sizeof what, format, args);
     va_end(args);
-    return Status::error(code, "%s in %s", what, source_.c_str());
+    return Status::error_with_tail(code, what, (" in " + source_).c_str());
   }
 
   static const json* find(const json& obj, const char* key) {
@@ -996,7 +996,7 @@ Status ktn_vocabulary(const json& meta, const std::string& source, std::string_v
   if (!direction.empty()) {
     auto it = counts->find(std::string(direction));
     if (it == counts->end()) {
-      return error_in(StatusCode::kNotFound, source, "num_tuning_params has no '%.*s' (has %s)",
+      return error_in(StatusCode::kInvalidArgument, source, "num_tuning_params has no '%.*s' (has %s)",
                       static_cast<int>(direction.size()), direction.data(), listing.c_str());
     }
     count = it->get<int64_t>();
@@ -1151,8 +1151,8 @@ Status load_json_file(const std::string& path, json* out) {
     return Status::ok();
   } catch (const json::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 7: ...".
-    return Status::error(StatusCode::kInvalidArgument, "malformed JSON: %s in %s", e.what(),
-                         path.c_str());
+    return Status::error_with_tail(StatusCode::kInvalidArgument, (std::string("malformed JSON: ") + e.what()).c_str(),
+                                   (" in " + path).c_str());
   } catch (const std::exception& e) {
     return Status::error(StatusCode::kIoError, "cannot read %s: %s", path.c_str(), e.what());
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -169,7 +170,9 @@ std::vector<Token> tokenize(std::string_view text) {
       ++i;
       continue;
     }
-    std::string shown = std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\x" + std::to_string(c & 0xff);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(c & 0xff));
+    std::string shown = std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string(hex);
     throw CompileError{line, static_cast<int>(start - line_start) + 1, "unexpected character '" + shown + "'"};
   }
   depth = 0;

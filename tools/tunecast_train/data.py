@@ -73,7 +73,9 @@ def split_of(descriptor, seed=0):
 
 
 def perfdb_path(perfdb_dir, arch):
-    paths = sorted(glob.glob(os.path.join(perfdb_dir, f"{arch}_*.db")))
+    # MIOpen names them <arch>_<CUs>.db, and gfx942's without the underscore (gfx942130.db).
+    paths = sorted(glob.glob(os.path.join(perfdb_dir, f"{arch}_*.db")) +
+                   glob.glob(os.path.join(perfdb_dir, f"{arch}[0-9]*.db")))
     if not paths:
         raise FileNotFoundError(f"no perf DB for {arch} in {perfdb_dir} (expected {arch}_<CUs>.db)")
     return paths[0]
@@ -105,12 +107,15 @@ CSV_COLUMNS = ["solver", "arch_name", "config_id", "split"] + FIELDS + ["params"
 
 
 def write_csv(rows, path):
+    """Written beside `path` and renamed: an interrupted run leaves the previous file, not half of one."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", newline="") as f:
+    partial = path + ".partial"
+    with open(partial, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for r in rows:
             w.writerow([r[c] if c != "params" else ",".join(map(str, r[c])) for c in CSV_COLUMNS])
+    os.replace(partial, path)
 
 
 def read_csv(path):
@@ -133,6 +138,9 @@ def load(data, solvers, archs, precisions, split_seed=0):
     paths = [data] if os.path.isfile(data) else [os.path.join(data, f"{s}.csv") for s in solvers]
     rows = []
     for p in paths:
+        if not os.path.isfile(p):
+            raise FileNotFoundError(f"no {p}: --data takes a perf DB folder, a folder of <solver>.csv "
+                                    "(tools/dataset.py) or one such CSV")
         rows += [r for r in read_csv(p) if r["solver"] in solvers and r["arch_name"] in archs
                  and PRECISION_OF[r["dtype"]] in precisions]
     if split_seed != 0:  # CSVs hold the seed-0 split; recompute from the fields for other seeds

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 
 namespace tunecast {
 
@@ -39,6 +40,14 @@ class Status {
     std::vsnprintf(status.message_, kMaxMessage, format, args);
     va_end(args);
     return status;
+  }
+
+  // `head` then `tail` (" in model.json"). When both do not fit, `head` is cut and ends in "..."
+  // so that `tail`, which names the culprit, survives.
+  static Status error_with_tail(StatusCode code, const char* head, const char* tail) {
+    const size_t room = kMaxMessage - 1, head_size = std::strlen(head), tail_size = std::strlen(tail);
+    if (head_size + tail_size <= room || tail_size + 3 >= room) return error(code, "%s%s", head, tail);
+    return error(code, "%.*s...%s", static_cast<int>(room - tail_size - 3), head, tail);
   }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }
