@@ -841,6 +841,7 @@ TEST_CASE("CLI eval: the arch of a DB named without one, repeated lists, plot na
   CliResult r = run_cli(dir, eval + dir.file("tiny.db") + " --arch gfx906");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(nlohmann::json::parse(r.out)["n"] == 12);
+  CHECK(nlohmann::json::parse(r.out)["archs"] == nlohmann::json({"gfx906"}));
   check_one_line_error(run_cli(dir, eval + dir.file("gfx900_1.db") + " --arch gfx906"),
                        "--arch gfx906 disagrees with the arch gfx900 that the file name");
   check_one_line_error(run_cli(dir, eval + dir.file("tiny.db") + " --arch gfx000"), "unknown arch 'gfx000'");
@@ -882,9 +883,41 @@ TEST_CASE("CLI: JSON output survives names that are not UTF-8; no valid candidat
   CHECK(r.exit_code == 3);
   CHECK_MESSAGE(contains(r.err, "warning: Tiny does not apply to this problem: `k >= 10` fails"), r.err);
   CHECK_MESSAGE(contains(r.err, "tunecast: no valid candidate"), r.err);
-  // --features: an empty or non-numeric item is named by its place.
+  // Features given with the problem: its notes still come when no candidate is valid.
+  r = run_cli(dir, "predict '" + odd + "' --json --features 5.9 --problem dir=F,dtype=FP32,n=1000,c=4,k=1,h=7,w=7,y=1,x=1");
+  CHECK(r.exit_code == 3);
+  const nlohmann::json f = nlohmann::json::parse(r.out);
+  CHECK(f["applicable"] == false);
+  CHECK(f["out_of_range_fields"] == nlohmann::json({"n"}));
+  // --features: commas or white space between values; an empty or non-numeric item is named by its place.
+  r = run_cli(dir, "predict '" + odd + "' --json --features ' 5.9 ,'");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  check_one_line_error(run_cli(dir, "predict '" + odd + "' --features '1 2'"), "the encoder reads 1 x 1 features, 2 were given");
   check_one_line_error(run_cli(dir, "predict '" + odd + "' --features 1,,2"), "--features: value 2 is empty");
   check_one_line_error(run_cli(dir, "predict '" + odd + "' --features 1,x"), "value 2 ('x') is not a finite number");
+}
+
+TEST_CASE("Status::error_with_tail: the tail survives whole, the head is cut at a character") {
+  const std::string tail = " in model.json";
+  std::string head(300, 'a');
+  Status s = Status::error_with_tail(StatusCode::kInvalidArgument, head.c_str(), tail.c_str());
+  std::string m = s.message();
+  CHECK(m.size() == Status::kMaxMessage - 1);
+  CHECK(m.compare(m.size() - tail.size() - 3, std::string::npos, "..." + tail) == 0);
+  // A tail that fits only with the "..." and no head at all still comes whole.
+  const std::string long_tail = " " + std::string(Status::kMaxMessage - 5, 't');  // room - 3 bytes
+  m = Status::error_with_tail(StatusCode::kInvalidArgument, head.c_str(), long_tail.c_str()).message();
+  CHECK(m == "..." + long_tail);
+  // No UTF-8 character is cut in two: "é" is two bytes.
+  std::string accents;
+  while (accents.size() < 300) accents += "\xc3\xa9";
+  m = Status::error_with_tail(StatusCode::kInvalidArgument, accents.c_str(), tail.c_str()).message();
+  const std::string kept = m.substr(0, m.size() - tail.size() - 3);
+  CHECK(kept.size() % 2 == 0);
+  CHECK(m.size() <= Status::kMaxMessage - 1);
+  // What fits is left alone.
+  CHECK(std::string(Status::error_with_tail(StatusCode::kInvalidArgument, "short", tail.c_str()).message()) ==
+        "short" + tail);
 }
 
 TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval and table, never enforced") {

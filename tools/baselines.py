@@ -13,7 +13,7 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import baselines, data, metrics  # noqa: E402
+from tunecast_train import baselines, data, files, metrics  # noqa: E402
 
 
 def run(rows, split="test"):
@@ -63,10 +63,8 @@ def main():
                  f"train and {args.split} rows in {args.data}")
     print(metrics.table(table))
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json + ".partial", "w") as f:
+        with files.replacing(args.json) as partial, open(partial, "w") as f:
             json.dump(results, f, indent=1)
-        os.replace(args.json + ".partial", args.json)
         print(f"[baselines] wrote {args.json}")
 
 

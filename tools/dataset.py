@@ -26,20 +26,24 @@ def main():
     ap.add_argument("--out", required=True, help="output folder: writes <solver>.csv")
     args = ap.parse_args()
 
+    written = 0
     for solver in args.solver:
         print(f"[dataset] {solver}: reading {', '.join(args.arch)} {', '.join(args.precision)}", flush=True)
         try:
             rows = data.extract(args.perfdb_dir, [solver], args.arch, args.precision, args.split_seed)
         except (OSError, sqlite3.Error) as e:
             sys.exit(f"dataset.py: {e}")
-        if not rows:
-            print(f"  no {solver} rows for {', '.join(args.arch)} {', '.join(args.precision)}: nothing written",
-                  flush=True)
-            continue
         path = os.path.join(args.out, f"{solver}.csv")
+        if not rows:  # and no CSV of an earlier extraction left to be read as this one's
+            stale = os.path.exists(path)
+            if stale:
+                os.remove(path)
+            print(f"  no {solver} rows for {', '.join(args.arch)} {', '.join(args.precision)}: nothing written"
+                  + (f" (removed the earlier {path})" if stale else ""), flush=True)
+            continue
+        written += 1
         data.write_csv(rows, path)
         counts = collections.Counter((r["arch_name"], r["dtype"], r["split"]) for r in rows)
-        inv = {v: k for k, v in data.DTYPES.items()}
         for arch in args.arch:
             for prec in args.precision:
                 c = [counts[(arch, data.DTYPES[prec], s)] for s in data.SPLITS]
@@ -51,7 +55,8 @@ def main():
         unseen = sum(-1 in vocab.encode(r["params"]) for r in rows if r["split"] == "test")
         print(f"  -> {path}: {len(rows)} rows, vocabulary {vocab.size} tokens;"
               f" {unseen} test rows hold a value unseen in training", flush=True)
-        del inv
+    if not written:
+        sys.exit("dataset.py: no rows for any solver asked: nothing written")
 
 
 if __name__ == "__main__":

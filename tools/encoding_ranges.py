@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import data, features  # noqa: E402
+from tunecast_train import data, features, files  # noqa: E402
 
 
 def fail(message):
@@ -98,10 +98,8 @@ def main():
         if kept and not kept[-1].endswith("\n"):
             kept[-1] += "\n"
         text = "".join(kept) + "".join(f"range {f} {lo} {hi}\n" for f, (lo, hi) in want.items())
-        tmp = tce + ".tmp"
-        with open(tmp, "w") as out:
+        with files.replacing(tce) as partial, open(partial, "w") as out:
             out.write(text)
-        os.replace(tmp, tce)
         print(f"{tce}: ranges of {len(want)} fields from {n} rows (added {', '.join(added)})")
     sys.exit(1 if args.check and differ else 0)
 

@@ -80,6 +80,13 @@ def load(path):
     return r
 
 
+def arch_of(r):
+    """The evaluated problems' arch: eval's `archs` (file name or --arch), else the DB file name's."""
+    if r.get("archs"):
+        return ",".join(r["archs"])
+    return os.path.basename(r["perfdb"]).split("_")[0]
+
+
 def in_sample_mark(r):
     """' (in-sample)' when the model learned from the evaluated split (its in_sample_splits), a
     partial mark when the split is 'all' and the model learned from only some of it, else ''."""
@@ -107,7 +114,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     marked = False
     for r in results:
-        solver, arch, prec = r["solver"], os.path.basename(r["perfdb"]).split("_")[0], ",".join(r["precisions"])
+        solver, arch, prec = r["solver"], arch_of(r), ",".join(r["precisions"])
         ours = [r["perfect"].get(k) for k in KS]
         avg1 = f"{r['average']['1']:.1f}" if "1" in r["average"] else "-"
         mark = in_sample_mark(r)

@@ -7,10 +7,8 @@ import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tunecast_train import files  # noqa: E402
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -37,6 +35,12 @@ def main():
     if not out.lower().endswith(FORMATS):
         sys.exit(f"plot_eval.py: {out}: the plot's name must end with {', '.join(FORMATS)}")
     result = read_eval(sys.argv[1])
+    try:  # after the checks of the arguments, which need no matplotlib
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("plot_eval.py: needs matplotlib (Debian: python3-matplotlib)")
     ks = sorted(int(k) for k in result["perfect"])
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(ks, [result["perfect"][str(k)] for k in ks], "o-", label="tunecast", linewidth=2)
@@ -52,19 +56,14 @@ def main():
     ax.set_ylim(0, 100)
     ax.grid(True, alpha=0.3)
     precisions = ",".join(result.get("precisions", []))
-    arch = os.path.basename(result.get("perfdb", "")).split("_")[0]
+    arch = ",".join(result.get("archs") or []) or os.path.basename(result.get("perfdb", "")).split("_")[0]
     ax.set_title(f"{result.get('solver', '')} {arch} {precisions} ({result['n']} problems, split {result.get('split')})")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    # Written beside the target and renamed: a failed run leaves no half-written plot.
-    root, ext = os.path.splitext(out)
-    partial = f"{root}.partial{ext}"
     try:
-        fig.savefig(partial, dpi=120)
-        os.replace(partial, out)
+        with files.replacing(out) as partial:  # a failed run leaves no half-written plot
+            fig.savefig(partial, dpi=120)
     except OSError as e:
-        if os.path.exists(partial):
-            os.remove(partial)
         sys.exit(f"plot_eval.py: cannot write {out}: {e.strerror}")
     return 0
 

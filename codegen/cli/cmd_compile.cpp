@@ -41,7 +41,8 @@ Status check_weight_options(const Args& args) {
                          "--weights fp16");
   }
   if (any_check && (!args.has("check-perfdb") || !args.has("check-solver"))) {
-    return Status::error(StatusCode::kInvalidArgument, "--check-perfdb and --check-solver go together");
+    return Status::error(StatusCode::kInvalidArgument, "--check-perfdb and --check-solver go together%s",
+                         args.has("check-limit") ? " (--check-limit counts their problems)" : "");
   }
   int limit = 0;
   TUNECAST_RETURN_IF_ERROR(args.get_int("check-limit", 1000, &limit));

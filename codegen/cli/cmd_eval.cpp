@@ -316,7 +316,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   std::vector<std::string> in_sample;
   const char* model_fit_on = model.metadata("fit_on");
   int model_seed = seed;
-  if (const char* text = model.metadata("split_seed")) {
+  if (const char* text = model_fit_on ? model.metadata("split_seed") : nullptr) {
     char* end = nullptr;
     const long value = std::strtol(text, &end, 10);
     if (end == text || *end != '\0' || value < INT_MIN || value > INT_MAX) {
@@ -423,7 +423,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
                    args.get("perfdb").c_str(), model_path.c_str(), in_sample_count, evaluated.size(),
                    names.c_str(), model_fit_on, model_seed, what.c_str());
     }
-    if (model_seed != seed) {
+    if (model_seed != seed && split != "all") {  // every problem is evaluated with --split all
       std::fprintf(stderr,
                    "eval: note: this evaluation's split seed %d is not the model's (%d): its %s problems "
                    "are a mix of the model's splits, and were placed in them with the model's seed to count "
@@ -567,6 +567,13 @@ int cmd_eval(const std::vector<std::string>& argv) {
   nlohmann::json j;
   j["model"] = args.positional()[0];
   j["perfdb"] = args.get("perfdb");
+  std::set<std::string> archs;  // of the evaluated problems: the file name's or --arch
+  for (const PerfDbRow& r : evaluated) {
+    if (r.problem.has(ProblemField::kArch)) {
+      archs.insert(problem_symbol_name(ProblemField::kArch, r.problem.get(ProblemField::kArch)));
+    }
+  }
+  j["archs"] = archs;
   j["solver"] = args.get("solver");
   j["precisions"] = precisions;
   j["split"] = split;

@@ -51,8 +51,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         "Prints a model's metadata, layers with shapes and weight counts, vocabulary per\n"
         "parameter position, constraints, feature encoding, the conditions under which the kernel\n"
         "applies (its rules' `applies` statements) and the scratch memory a prediction\n"
-        "needs. --json prints one object: archs, solver, precisions, directions (lists from the\n"
-        "metadata), parameters, applies, metadata, sizes.\n");
+        "needs. --json prints one object: archs, solver, precisions, directions (from the\n"
+        "metadata or the encoding's ranges), parameters, applies, metadata, bytes, weights,\n"
+        "scratch_bytes, greedy_multiply_adds, ...\n");
     return 0;
   }
   if (!status) return usage_error("inspect", status.message());

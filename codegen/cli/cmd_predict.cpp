@@ -1,5 +1,6 @@
 // predict: one problem in, the k best valid parameter vectors out.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,27 +13,38 @@
 namespace tunecast::cli {
 namespace {
 
-// "0.5, 1, -2e3": comma-separated finite numbers, spaces around each allowed; an empty item is an
-// error (a doubled comma is more likely a typo than a value to skip).
+// "0.5, 1, -2e3" (or separated by white space, as pasted from a file): finite numbers. An empty
+// item between commas is an error (a doubled comma is more likely a typo than a value to skip); a
+// trailing comma is not.
 Status parse_features(const std::string& text, std::vector<float>* out) {
   out->clear();
-  size_t start = 0;
-  for (int index = 1;; ++index) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    std::string item = text.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (item.empty()) return Status::error(StatusCode::kInvalidArgument, "--features: value %d is empty", index);
-    char* end = nullptr;
-    const float v = std::strtof(item.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(v)) {
-      return Status::error(StatusCode::kInvalidArgument, "--features: value %d ('%.40s%s') is not a finite number",
-                           index, item.c_str(), item.size() > 40 ? "..." : "");
+  auto is_separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+  bool after_comma = true;  // at the start, a comma also leaves an empty first item
+  for (size_t i = 0; i < text.size();) {
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+    } else if (text[i] == ',') {
+      if (after_comma) {
+        return Status::error(StatusCode::kInvalidArgument, "--features: value %zu is empty", out->size() + 1);
+      }
+      after_comma = true;
+      ++i;
+    } else {
+      size_t end = i;
+      while (end < text.size() && !is_separator(text[end])) ++end;
+      const std::string item = text.substr(i, end - i);
+      char* stop = nullptr;
+      const float v = std::strtof(item.c_str(), &stop);
+      if (*stop != '\0' || !std::isfinite(v)) {
+        return Status::error(StatusCode::kInvalidArgument, "--features: value %zu ('%.40s%s') is not a finite number",
+                             out->size() + 1, item.c_str(), item.size() > 40 ? "..." : "");
+      }
+      out->push_back(v);
+      after_comma = false;
+      i = end;
     }
-    out->push_back(v);
-    if (comma == text.size()) return Status::ok();
-    start = comma + 1;
   }
+  return Status::ok();
 }
 
 }  // namespace
@@ -124,8 +136,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
                                      have_problem ? &problem : nullptr, options, scratch.data(),
                                      scratch.size(), candidates.data(), count, &info);
     }
-    // The features are given, but a --problem still has training ranges and applicability to check.
-    if (status && have_problem) {
+    // The features are given, but a --problem still has training ranges and applicability to check
+    // (also when no candidate is valid: they are often why).
+    if ((status || status.code() == StatusCode::kNoValidCandidate) && have_problem) {
       check_applicability(model, problem, &info.not_applicable);
       if (const schema::Encoding* enc = model.root()->encoding()) {
         std::vector<float> encoded(size_t{enc->rows()} * enc->cols());

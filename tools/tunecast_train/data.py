@@ -12,6 +12,8 @@ import sqlite3
 
 import numpy as np
 
+from . import files
+
 # problem.h field order; these are also the integer expression symbols of the rules language.
 FIELDS = ["dir", "dtype", "layout", "n", "c", "k", "h", "w", "d", "y", "x", "z",
           "pad_h", "pad_w", "pad_d", "stride_h", "stride_w", "stride_d",
@@ -107,15 +109,12 @@ CSV_COLUMNS = ["solver", "arch_name", "config_id", "split"] + FIELDS + ["params"
 
 
 def write_csv(rows, path):
-    """Written beside `path` and renamed: an interrupted run leaves the previous file, not half of one."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    partial = path + ".partial"
-    with open(partial, "w", newline="") as f:
+    """Whole or not at all: an interrupted run leaves the previous file, not half of one."""
+    with files.replacing(path) as partial, open(partial, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for r in rows:
             w.writerow([r[c] if c != "params" else ",".join(map(str, r[c])) for c in CSV_COLUMNS])
-    os.replace(partial, path)
 
 
 def read_csv(path):

@@ -46,8 +46,10 @@ class Status {
   // so that `tail`, which names the culprit, survives.
   static Status error_with_tail(StatusCode code, const char* head, const char* tail) {
     const size_t room = kMaxMessage - 1, head_size = std::strlen(head), tail_size = std::strlen(tail);
-    if (head_size + tail_size <= room || tail_size + 3 >= room) return error(code, "%s%s", head, tail);
-    return error(code, "%.*s...%s", static_cast<int>(room - tail_size - 3), head, tail);
+    if (head_size + tail_size <= room || tail_size + 3 > room) return error(code, "%s%s", head, tail);
+    size_t cut = room - tail_size - 3;
+    while (cut > 0 && (static_cast<unsigned char>(head[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 characters
+    return error(code, "%.*s...%s", static_cast<int>(cut), head, tail);
   }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }
