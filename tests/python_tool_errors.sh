@@ -26,7 +26,7 @@ expect_error "invalid choice: 'FP64'" $py "$tools/dataset.py" --precision FP64 -
 expect_error "--data takes a perf DB folder" $py "$tools/baselines.py" --data "$work/absent"
 expect_error "cannot read $work/absent.json" $py "$tools/plot_eval.py" "$work/absent.json" "$work/p.png"
 echo '{}' > "$work/empty.json"
-expect_error "is not \`tunecast eval --json\` output" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.png"
+expect_error "is not a \`tunecast eval --json\` result (no n, perfect)" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.png"
 expect_error "must end with .png, .svg, .pdf" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.txt"
 printf 'good: --smoke\nno colon here\n' > "$work/plan.txt"
 expect_error "plan.txt:2: expected \`NAME: train.py arguments\`" $py "$tools/sweep.py" "$work/plan.txt" --out "$work/s"

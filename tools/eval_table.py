@@ -8,9 +8,13 @@ Each file is one (model, perf DB, solver, precision) evaluation; rows are groupe
 A k the evaluation lacks (e.g. --beam 1,10) shows as "-" and is left out of the comparisons; a row
 whose model learned from evaluated problems (the JSON's in_sample_problems, else in_sample_splits) is marked "(in-sample)".
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tunecast_train.eval_results import arch_of, read  # noqa: E402
+
+KEYS = ("solver", "perfdb", "precisions", "n", "perfect", "average", "invalid_rate")
 
 KS = ("1", "10", "30", "50", "100")
 # Mahmood, Khan, Afzal, Table IV: perfect@10/30/50/100 (%) on the paper's own data.
@@ -64,29 +68,6 @@ def fmt(values):
     return "/".join("-" if v is None else f"{v:.1f}" for v in values)
 
 
-def load(path):
-    """One `tunecast eval --json` result, or a one-line exit naming the file."""
-    try:
-        with open(path) as f:
-            r = json.load(f)
-    except OSError as e:
-        sys.exit(f"eval_table: cannot read {path}: {e.strerror}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        sys.exit(f"eval_table: {path} is not JSON ({e})")
-    missing = [key for key in ("solver", "perfdb", "precisions", "n", "perfect", "average", "invalid_rate")
-               if not isinstance(r, dict) or key not in r]
-    if missing:
-        sys.exit(f"eval_table: {path} is not a `tunecast eval --json` result (no {', '.join(missing)})")
-    return r
-
-
-def arch_of(r):
-    """The evaluated problems' arch: eval's `archs` (file name or --arch), else the DB file name's."""
-    if r.get("archs"):
-        return ",".join(r["archs"])
-    return os.path.basename(r["perfdb"]).split("_")[0]
-
-
 def in_sample_mark(r):
     """' (in-sample)' when the model learned from the evaluated split (its in_sample_splits), a
     partial mark when the split is 'all' and the model learned from only some of it, else ''."""
@@ -107,7 +88,7 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(sys.argv) > 1 else 2
-    results = [load(path) for path in sys.argv[1:]]
+    results = [read(path, "eval_table", KEYS) for path in sys.argv[1:]]
     print("| kernel | arch | prec | n | tunecast p@1/10/30/50/100 | avg@1 | most frequent | nearest "
           "| paper p@10/30/50/100 | invalid | beats best baseline at every k "
           "| issue 7 holdout bar | beats it at every k |")

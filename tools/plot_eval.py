@@ -3,28 +3,13 @@
 
 usage: plot_eval.py EVAL.json OUT.png   (or OUT.svg / OUT.pdf)
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import files  # noqa: E402
+from tunecast_train import eval_results, files  # noqa: E402
 
 FORMATS = (".png", ".svg", ".pdf")
-
-
-def read_eval(path):
-    """The eval result, or exits with one line naming what is wrong with the file."""
-    try:
-        with open(path) as f:
-            result = json.load(f)
-    except OSError as e:
-        sys.exit(f"plot_eval.py: cannot read {path}: {e.strerror}")
-    except json.JSONDecodeError as e:
-        sys.exit(f"plot_eval.py: {path} is not JSON: {e}")
-    if not isinstance(result, dict) or not isinstance(result.get("perfect"), dict) or "n" not in result:
-        sys.exit(f"plot_eval.py: {path} is not `tunecast eval --json` output (no 'perfect' and 'n')")
-    return result
 
 
 def main():
@@ -34,7 +19,7 @@ def main():
     out = sys.argv[2]
     if not out.lower().endswith(FORMATS):
         sys.exit(f"plot_eval.py: {out}: the plot's name must end with {', '.join(FORMATS)}")
-    result = read_eval(sys.argv[1])
+    result = eval_results.read(sys.argv[1], "plot_eval.py")
     try:  # after the checks of the arguments, which need no matplotlib
         import matplotlib
         matplotlib.use("Agg")
@@ -56,7 +41,7 @@ def main():
     ax.set_ylim(0, 100)
     ax.grid(True, alpha=0.3)
     precisions = ",".join(result.get("precisions", []))
-    arch = ",".join(result.get("archs") or []) or os.path.basename(result.get("perfdb", "")).split("_")[0]
+    arch = eval_results.arch_of(result)
     ax.set_title(f"{result.get('solver', '')} {arch} {precisions} ({result['n']} problems, split {result.get('split')})")
     ax.legend(loc="lower right")
     fig.tight_layout()
