@@ -73,9 +73,11 @@ Status load(const std::vector<uint8_t>& bytes) {
   return load(bytes, &keep, &model);
 }
 
-ir::Model tiny_with_rules() {
+// The tiny model with its rules, plus `extra_rules` lines (an `applies`, a `require` reading the arch).
+ir::Model tiny_with_rules(const std::string& extra_rules = "") {
   ir::Model m;
-  const Status status = tunecast_test::tiny_seq2seq_with_rules(&m);
+  const std::string rules = tunecast_test::tiny_rules_text() + extra_rules;
+  const Status status = tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str());
   REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
   return m;
 }
@@ -831,10 +833,7 @@ TEST_CASE("CLI eval: the arch of a DB named without one, repeated lists, plot na
   make_tiny_perf_db(dir.file("gfx900_1.db"), [](int) { return "10,20,30"; });
   make_tiny_perf_db(dir.file("gfx906_1.db"), [](int) { return "10,20,30"; });
   // A model whose rules read the arch cannot score problems of unknown arch: said before the work.
-  ir::Model m;
-  const std::string rules = std::string(tunecast_test::tiny_rules_text()) + "require a <= 30 || arch == gfx900\n";
-  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str()).is_ok());
-  write_blob_file(dir.file("arch.tcm"), m);
+  write_blob_file(dir.file("arch.tcm"), tiny_with_rules("require a <= 30 || arch == gfx900\n"));
   const std::string eval = "eval " + dir.file("arch.tcm") + " --solver Tiny --json --perfdb ";
   check_one_line_error(run_cli(dir, eval + dir.file("tiny.db")),
                        "the arch of " + dir.file("tiny.db") + "'s problems is unknown");
@@ -862,9 +861,7 @@ TEST_CASE("CLI eval: the arch of a DB named without one, repeated lists, plot na
 
 TEST_CASE("CLI: JSON output survives names that are not UTF-8; no valid candidate still prints its object") {
   TempDir dir;
-  ir::Model m;
-  const std::string rules = std::string(tunecast_test::tiny_rules_text()) + "applies k >= 10\n";
-  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str()).is_ok());
+  ir::Model m = tiny_with_rules("applies k >= 10\n");
   m.metadata["solver"] = "Tiny";
   const std::string odd = dir.file("odd\xff.tcm");
   write_blob_file(odd, m);
@@ -922,9 +919,7 @@ TEST_CASE("Status::error_with_tail: the tail survives whole, the head is cut at 
 
 TEST_CASE("CLI: applicability conditions are reported by predict, inspect, eval and table, never enforced") {
   TempDir dir;
-  ir::Model m;
-  const std::string rules = std::string(tunecast_test::tiny_rules_text()) + "applies n % 2 == 0\n";
-  REQUIRE(tunecast_test::tiny_seq2seq_with_rules(&m, rules.c_str()).is_ok());
+  ir::Model m = tiny_with_rules("applies n % 2 == 0\n");
   m.metadata["solver"] = "Tiny";
   REQUIRE(m.applicability.size() == 1);
   write_blob_file(dir.file("tiny.tcm"), m);

@@ -61,6 +61,25 @@ std::string shell_quoted(const std::string& text) {
   return quoted + "'";
 }
 
+// "a, b, c".
+template <typename Strings>
+std::string joined(const Strings& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+// The archs (symbols) of `rows`' problems; rows of a DB named without one give none.
+template <typename Rows, typename ProblemOf>
+std::set<std::string> archs_of(const Rows& rows, ProblemOf problem_of) {
+  std::set<std::string> archs;
+  for (const auto& row : rows) {
+    const Problem& p = problem_of(row);
+    if (p.has(ProblemField::kArch)) archs.insert(problem_symbol_name(ProblemField::kArch, p.get(ProblemField::kArch)));
+  }
+  return archs;
+}
+
 // Whether `list` (metadata such as "FP32,FP16" or "gfx900,gfx906") names `value`'s symbol.
 bool metadata_lists(const char* list, ProblemField field, int64_t value) {
   const char* symbol = problem_symbol_name(field, value);
@@ -401,8 +420,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
                  args.get("train-perfdb").c_str(), args.get("perfdb").c_str(), args.positional()[0].c_str(),
                  model_fit_on);
   } else if (!in_sample.empty()) {
-    std::string names;
-    for (const std::string& s : in_sample) names += (names.empty() ? "" : ", ") + s;
+    const std::string names = joined(in_sample);
     const std::string model_path = args.positional()[0];
     const std::string what = in_sample_count == 0 ? "none of them is in-sample"
                              : in_sample_count == evaluated.size() ? "every figure is in-sample"
@@ -567,12 +585,8 @@ int cmd_eval(const std::vector<std::string>& argv) {
   nlohmann::json j;
   j["model"] = args.positional()[0];
   j["perfdb"] = args.get("perfdb");
-  std::set<std::string> archs;  // of the evaluated problems: the file name's or --arch
-  for (const PerfDbRow& r : evaluated) {
-    if (r.problem.has(ProblemField::kArch)) {
-      archs.insert(problem_symbol_name(ProblemField::kArch, r.problem.get(ProblemField::kArch)));
-    }
-  }
+  // The evaluated problems' archs: the file name's or --arch.
+  const std::set<std::string> archs = archs_of(evaluated, [](const PerfDbRow& r) -> const Problem& { return r.problem; });
   j["archs"] = archs;
   j["solver"] = args.get("solver");
   j["precisions"] = precisions;
@@ -611,24 +625,12 @@ int cmd_eval(const std::vector<std::string>& argv) {
       train_params.push_back(r.params);
     }
     train_count = train_problems.size();
-    std::set<std::string> train_archs, evaluated_archs;  // symbols; a DB named without one has none
-    auto arch_of = [](const Problem& p) {
-      return p.has(ProblemField::kArch) ? problem_symbol_name(ProblemField::kArch, p.get(ProblemField::kArch)) : nullptr;
-    };
-    for (const Problem& p : train_problems) {
-      if (const char* a = arch_of(p)) train_archs.insert(a);
-    }
-    for (const PerfDbRow& r : evaluated) {
-      if (const char* a = arch_of(r.problem)) evaluated_archs.insert(a);
-    }
-    if (!train_archs.empty() && !evaluated_archs.empty() && train_archs != evaluated_archs) {
-      std::string learn, eval;
-      for (const std::string& a : train_archs) learn += (learn.empty() ? "" : ", ") + a;
-      for (const std::string& a : evaluated_archs) eval += (eval.empty() ? "" : ", ") + a;
+    const std::set<std::string> train_archs = archs_of(train_problems, [](const Problem& p) -> const Problem& { return p; });
+    if (!train_archs.empty() && !archs.empty() && train_archs != archs) {
       std::fprintf(stderr,
                    "eval: note: the baselines learn from %s tunings (%s), the evaluated problems are %s: "
                    "they answer with another GPU's vectors\n",
-                   learn.c_str(), args.get("train-perfdb").c_str(), eval.c_str());
+                   joined(train_archs).c_str(), args.get("train-perfdb").c_str(), joined(archs).c_str());
     }
     if (train_count == 0) {
       std::fprintf(stderr,
