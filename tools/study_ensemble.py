@@ -128,6 +128,8 @@ def main():
     a0 = loaded[0][3]
     rows = [r for r in data.load(args.data, [solver], a0["arch"], a0["precision"], a0["split_seed"])
             if r["split"] == args.split]
+    for r in rows:  # the search's vectors come in the runs' decode order (train.py --param-order)
+        r["params"] = vocab.to_decode_order(r["params"])
     first = f", the first {args.max_problems} of each arch and precision" if args.max_problems else ""
     print(f"[study] {solver}: {len(rows)} {args.split} problems{first}, {len(loaded)} runs", flush=True)
     results = {}

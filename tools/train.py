@@ -55,6 +55,17 @@ def parse():
                          "KERNEL_CANDIDATES (solvers listed there only)")
     ap.add_argument("--label-smoothing", type=float, default=0.1,
                     help="mass spread over the current position's tokens")
+    ap.add_argument("--neighbour-labels", type=int, default=0, metavar="M",
+                    help="a study: also learn, for each training problem, the tuned vector of one of its M "
+                         "nearest training problems of the same arch and precision (the nearest-neighbour "
+                         "baseline's features), drawn anew every epoch, weighted by --neighbour-weight")
+    ap.add_argument("--neighbour-weight", type=float, default=0.5,
+                    help="loss weight of the neighbour's vector next to the problem's own (weight 1)")
+    ap.add_argument("--param-order", metavar="P,P,...",
+                    help="decode the parameters in this order (a permutation of the solver's positions, "
+                         "e.g. 0,4,1,2,3,5 emits position 4 second); the export records it as the "
+                         "vocabulary's decode_order: the runtime decodes in that order, checks each rule "
+                         "once its parameters are known, and returns vectors in the solver's order")
     ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
     ap.add_argument("--fit-on", default="train", choices=list(data.FIT_SPLITS),
                     help="train: keep the checkpoint that scores best on val; train+val: the refit of a "
@@ -109,6 +120,17 @@ def parse():
         ap.error(f"--tunecast: --model {args.model} is a study model with no tunecast export to check")
     if not 0 <= args.stop_epoch <= args.epochs:
         ap.error(f"--stop-epoch must be within 1..--epochs ({args.epochs}), got {args.stop_epoch}")
+    if args.neighbour_labels < 0 or not args.neighbour_weight >= 0:
+        ap.error("--neighbour-labels and --neighbour-weight must be 0 or more")
+    if args.param_order is not None:
+        positions = len(data.SOLVER_PARAMS[args.solver])
+        try:
+            args.param_order = [int(t) for t in args.param_order.split(",")]
+        except ValueError:
+            ap.error(f"--param-order: expected comma-separated positions, got {args.param_order!r}")
+        if sorted(args.param_order) != list(range(positions)):
+            ap.error(f"--param-order: expected a permutation of 0..{positions - 1} ({args.solver} has "
+                     f"{positions} parameters), got {','.join(map(str, args.param_order))}")
     if args.kernel_features and args.solver not in features.KERNEL_CANDIDATES:
         ap.error(f"--kernel-features: none defined for {args.solver} (tools/tunecast_train/features.py "
                  f"KERNEL_CANDIDATES has {', '.join(features.KERNEL_CANDIDATES)})")
@@ -128,6 +150,36 @@ def smooth_targets(vocab, eps):
     for p, toks in enumerate(vocab.position_tokens):
         S[p, toks] = eps / len(toks)
     return S
+
+
+def sequence_loss(model, X, tok_in, tok_out, S, onehot_w):
+    """Mean over problems of the summed per-step cross-entropy, label smoothing S[step] included."""
+    logp = torch.log_softmax(model.teacher(X, tok_in), -1)                      # [B, P+1, V]
+    nll = -logp.gather(2, tok_out.unsqueeze(2)).squeeze(2) * onehot_w            # [B, P+1]
+    smooth = -(logp * S.unsqueeze(0)).sum(2)
+    return (nll + smooth).sum(1).mean()
+
+
+def nearest_rows(train, m):
+    """[N, m] long tensor: for each training row, its m nearest other training rows of the same arch
+    and precision (the nearest-neighbour baseline's standardized features, ties by row order); a row
+    with fewer than m others repeats its nearest, a row alone in its group stands for itself."""
+    out = np.zeros((len(train), m), dtype=np.int64)
+    by_group = {}
+    for i, r in enumerate(train):
+        by_group.setdefault((r["arch"], r["dtype"]), []).append(i)
+    for members in by_group.values():
+        a = bl.knn_features(data.fields_matrix([train[i] for i in members]))
+        sd = a.std(0)
+        sd[sd == 0] = 1.0
+        a = (a - a.mean(0)) / sd
+        for j, i in enumerate(members):
+            d = ((a - a[j]) ** 2).sum(1)
+            d[j] = np.inf
+            order = np.lexsort((np.arange(len(d)), d))[:max(1, min(m, len(members) - 1))]
+            near = [members[o] for o in order] if len(members) > 1 else [i]
+            out[i] = (near * m)[:m]
+    return torch.tensor(out)
 
 
 def evaluate(model, enc, vocab, rows, device, ks):
@@ -150,6 +202,11 @@ def main():
                          args.split_seed)
     except (OSError, ValueError, sqlite3.Error) as e:
         sys.exit(f"train: {e}")
+    param_names = data.SOLVER_PARAMS[args.solver]
+    if args.param_order:
+        param_names = [param_names[p] for p in args.param_order]
+        for r in rows:
+            r["params"] = [r["params"][p] for p in args.param_order]
     train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and data.PRECISION_OF[r["dtype"]] in train_prec]
     val = [r for r in rows if r["split"] == "val" and data.PRECISION_OF[r["dtype"]] in args.precision]
     test = [r for r in rows if r["split"] == "test" and data.PRECISION_OF[r["dtype"]] in args.precision]
@@ -167,7 +224,7 @@ def main():
     print(f"[train] {name}: {len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
           f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)
 
-    vocab = data.Vocabulary.from_rows(data.SOLVER_PARAMS[args.solver], train)
+    vocab = data.Vocabulary.from_rows(param_names, train, args.param_order)
     layout = models.MODELS[args.model].layout
     extra = features.KERNEL_CANDIDATES[args.solver] if args.kernel_features else ()
     enc = features.Encoding.select(data.fields_matrix(train), layout, extra)
@@ -181,6 +238,7 @@ def main():
     tok = torch.tensor([vocab.encode(r["params"]) for r in train])
     tgt = torch.cat([tok, torch.zeros(len(tok), 1, dtype=torch.long)], 1)        # ... then end
     tin = torch.cat([torch.zeros(len(tok), 1, dtype=torch.long), tok], 1)        # start, prefix
+    neighbours = nearest_rows(train, args.neighbour_labels) if args.neighbour_labels else None
     Xtr_t = torch.tensor(Xtr)
     S = smooth_targets(vocab, args.label_smoothing).to(dev)
     onehot_w = 1.0 - S.sum(1)                                                   # [P + 1]
@@ -205,10 +263,11 @@ def main():
         for s in range(0, len(train), args.batch):
             idx = perm[s:s + args.batch]
             X, ti, tt = Xtr_t[idx].to(dev), tin[idx].to(dev), tgt[idx].to(dev)
-            logp = torch.log_softmax(model.teacher(X, ti), -1)                 # [B, P+1, V]
-            nll = -logp.gather(2, tt.unsqueeze(2)).squeeze(2) * onehot_w        # [B, P+1]
-            smooth = -(logp * S.unsqueeze(0)).sum(2)
-            loss = (nll + smooth).sum(1).mean()
+            loss = sequence_loss(model, X, ti, tt, S, onehot_w)
+            if neighbours is not None:  # one of each problem's nearest problems' vectors, drawn anew
+                pick = neighbours[idx, torch.randint(neighbours.shape[1], (len(idx),), generator=gen)]
+                loss = loss + args.neighbour_weight * sequence_loss(model, X, tin[pick].to(dev), tgt[pick].to(dev),
+                                                                    S, onehot_w)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -262,7 +321,8 @@ def main():
               "baselines": {key(g): m for g, m in base.items()}, "history": history,
               "train_seconds": round(time.time() - t0, 1)}
     metadata = {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
-                "training_precisions": ",".join(train_prec), "fit_on": args.fit_on, "model": args.model, "split_seed": str(args.split_seed),
+                "training_precisions": ",".join(train_prec), "fit_on": args.fit_on,
+ "model": args.model, "split_seed": str(args.split_seed),
                 "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
                 "seed": str(args.seed), "training_command": command, "source": "MIOpen perf DBs (commit 2d1fd997)",
                 "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}

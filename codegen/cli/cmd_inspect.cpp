@@ -52,7 +52,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         "parameter position, constraints, feature encoding, the conditions under which the kernel\n"
         "applies (its rules' `applies` statements) and the scratch memory a prediction\n"
         "needs. --json prints one object: archs, solver, precisions, directions (from the\n"
-        "metadata or the encoding's ranges), parameters, applies, metadata, bytes, weights,\n"
+        "metadata or the encoding's ranges), parameters, decode_order (the positions in the order\n"
+        "the decoder emits them), applies, metadata, bytes, weights,\n"
         "scratch_bytes, greedy_multiply_adds, ...\n");
     return 0;
   }
@@ -104,6 +105,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       params.push_back({{"name", model.parameter_name(p)}, {"values", values}});
     }
     j["parameters"] = params;
+    nlohmann::json order = nlohmann::json::array();  // positions in the order the decoder emits them
+    for (int s = 0; s < model.parameter_count(); ++s) order.push_back(model.decode_position(s));
+    j["decode_order"] = order;
     j["tokens"] = model.token_count();
     j["constraints"] = root->constraints() ? root->constraints()->size() : 0;
     nlohmann::json applies = nlohmann::json::array();
@@ -154,6 +158,11 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       if (model.is_end_token(t)) std::printf(" %d", t);
     }
     std::printf(" (end policy %s)\n", schema::EnumNameEndPolicy(root->vocabulary()->end_policy()));
+    if (root->vocabulary()->decode_order() && root->vocabulary()->decode_order()->size() != 0) {
+      std::printf("decode order (positions as the decoder emits them):");
+      for (int s = 0; s < model.parameter_count(); ++s) std::printf(" %d", model.decode_position(s));
+      std::printf("\n");
+    }
     for (int p = 0; p < model.parameter_count(); ++p) {
       std::printf("  %d %-18s", p, model.parameter_name(p));
       for (int t = 0; t < model.token_count(); ++t) {

@@ -59,6 +59,7 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
     for (const ir::Parameter& p : model->vocabulary.parameters) names.push_back(p.name);
     rules::CompileOptions options;
     if (!has_placeholder_names(model->vocabulary)) options.params = names;
+    options.decode_order = model->vocabulary.decode_order;
     rules::CompiledRules compiled;
     TUNECAST_RETURN_IF_ERROR(rules::compile_file(rules_path, options, &compiled));
     if (!compiled.params.empty()) {

@@ -203,7 +203,8 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
     std::vector<Offset<flatbuffers::String>> labels;
     for (const std::string& label : v.token_labels) labels.push_back(b.CreateString(label));
     vocabulary = fb::CreateVocabulary(b, b.CreateVector(v.token_values), b.CreateVector(v.end_tokens),
-                                      b.CreateVector(params), v.end_policy, b.CreateVector(labels));
+                                      b.CreateVector(params), v.end_policy, b.CreateVector(labels),
+                                      v.decode_order.empty() ? 0 : b.CreateVector(v.decode_order));
   }
 
   std::vector<Offset<fb::Constraint>> constraints;

@@ -506,6 +506,12 @@ class Emitter {
 
  private:
   const schema::Seq2Seq* seq2seq() const { return model_.root()->seq2seq(); }
+  bool has_decode_order() const {
+    for (int s = 0; s < model_.parameter_count(); ++s) {
+      if (model_.decode_position(s) != s) return true;
+    }
+    return false;
+  }
   const GraphInfo& encoder() const { return model_.graph(static_cast<int>(seq2seq()->encoder())); }
   const GraphInfo& decoder() const { return model_.graph(static_cast<int>(seq2seq()->decoder())); }
   const schema::Encoding* encoding() const { return model_.root()->encoding(); }
@@ -984,13 +990,13 @@ class Emitter {
       w->line("};");
     }
     w->blank();
-    w->line("// The constraints checked when `position` gets its value, in the blob runtime's order.");
-    w->line("bool constraints_hold(const tunecast::Problem& problem, int position, const int64_t* params) {");
+    w->line("// The constraints checked at decode `step`, in the blob runtime's order.");
+    w->line("bool constraints_hold(const tunecast::Problem& problem, int step, const int64_t* params) {");
     if (model_.constraint_begin(model_.parameter_count()) == 0) {
       w->line("  (void)problem;  // a model without constraints");
       w->line("  (void)params;");
     }
-    w->line("  switch (position) {");
+    w->line("  switch (step) {");
     for (int p = 0; p < model_.parameter_count(); ++p) {
       const int begin = model_.constraint_begin(p);
       const int end = model_.constraint_begin(p + 1);
@@ -999,7 +1005,7 @@ class Emitter {
       for (int i = begin; i < end; ++i) {
         expr += (i > begin ? " &&\n             " : "") + format("constraint_%u(problem, params)", model_.constraint_order()[i]);
       }
-      w->line("    case %d:  // %s", p, comment_text(model_.parameter_name(p)).c_str());
+      w->line("    case %d:  // %s", p, comment_text(model_.parameter_name(model_.decode_position(p))).c_str());
       w->line("      return %s;", expr.c_str());
     }
     w->line("    default:");
@@ -1182,6 +1188,12 @@ class Emitter {
       std::string names;
       for (int p = 0; p < model_.parameter_count(); ++p) names += (p ? ", " : "") + quoted(model_.parameter_name(p));
       w.line("constexpr const char* kParameterNames[%d] = {%s};", model_.parameter_count(), names.c_str());
+      if (has_decode_order()) {
+        std::string order;
+        for (int s = 0; s < model_.parameter_count(); ++s) order += (s ? ", " : "") + std::to_string(model_.decode_position(s));
+        w.line("// The position the decoder emits at each step (the vocabulary's decode_order).");
+        w.line("constexpr int kDecodeOrder[%d] = {%s};", model_.parameter_count(), order.c_str());
+      }
       w.blank();
       const auto* metadata = model_.root()->metadata();
       const uint32_t entries = metadata ? metadata->size() : 0;
@@ -1217,6 +1229,8 @@ class Emitter {
     w.line(" public:");
     w.line("  explicit Decoder(%s::Scratch& s) : s_(s) {}", N.c_str());
     w.line("  int parameter_count() const { return %s::kParameterCount; }", N.c_str());
+    w.line(has_decode_order() ? "  int decode_position(int step) const { return kDecodeOrder[step]; }"
+                              : "  int decode_position(int step) const { return step; }");
     w.line("  int token_count() const { return %s::kTokenCount; }", N.c_str());
     w.line("  int64_t token_value(int token) const { return kTokenValues[token]; }");
     w.line("  bool is_end_token(int token) const { return (kEndTokens[token >> 6] >> (token & 63)) & 1u; }");
@@ -1227,8 +1241,8 @@ class Emitter {
            model_.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength ? "true" : "false");
     w.line("  bool logits_are_probabilities() const { return %s; }", seq2seq()->logits_are_probabilities() ? "true" : "false");
     w.line("  const char* parameter_name(int position) const { return kParameterNames[position]; }");
-    w.line("  bool constraints_pass(const tunecast::Problem& problem, int position, const int64_t* values) const {");
-    w.line("    return constraints_hold(problem, position, values);");
+    w.line("  bool constraints_pass(const tunecast::Problem& problem, int step, const int64_t* values) const {");
+    w.line("    return constraints_hold(problem, step, values);");
     w.line("  }");
     w.line("  tunecast::Status run_decoder() { return run_%s_graph(s_, rows_); }", graph_names_.at(dec_index).prefix.c_str());
     w.line("  float* scores(int row) { return %s + row * %s; }", value_ptr(dec_index, logits).replace(0, 2, "s_.").c_str(),
@@ -1359,7 +1373,7 @@ class Emitter {
       for (size_t i = 0; i < constraints_.size(); ++i) {
         positions += (i ? ", " : "") + std::to_string(model_.root()->constraints()->Get(static_cast<uint32_t>(i))->position());
       }
-      w.line("  // Position of each constraint: those past `length` are not checked.");
+      w.line("  // Decode step of each constraint: those past `length` are not checked.");
       w.line("  constexpr int kPositions[%zu] = {%s};", constraints_.size(), positions.c_str());
       w.line("  for (int i = 0; i < %zu; ++i) {", constraints_.size());
       w.line("    if (kPositions[i] >= length) continue;");

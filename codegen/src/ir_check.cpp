@@ -1,5 +1,6 @@
 #include "tunecast/codegen/ir_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -419,6 +420,16 @@ class Checker {
     if (!v.parameters.empty() && ends.size() == size) return fail("every token is an end token");
     if (!v.token_labels.empty() && v.token_labels.size() != size) {
       return fail("%zu token labels for %zu tokens", v.token_labels.size(), size);
+    }
+    if (!v.decode_order.empty()) {
+      std::vector<uint8_t> sorted = v.decode_order;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t s = 0; s < sorted.size(); ++s) {
+        if (sorted.size() != v.parameters.size() || sorted[s] != s) {
+          return fail("decode_order must list each of the %zu parameter positions once",
+                      v.parameters.size());
+        }
+      }
     }
     std::set<std::string> names;
     for (size_t p = 0; p < v.parameters.size(); ++p) {

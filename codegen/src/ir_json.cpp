@@ -487,7 +487,8 @@ class Reader {
     const std::string path = "vocabulary";
     TUNECAST_RETURN_IF_ERROR(expect_object(j, path));
     TUNECAST_RETURN_IF_ERROR(
-        known_fields(j, path, {"token_values", "end_tokens", "parameters", "end_policy", "token_labels"}));
+        known_fields(j, path, {"token_values", "end_tokens", "parameters", "end_policy", "token_labels",
+                               "decode_order"}));
     if (const json* labels = find(j, "token_labels")) {
       TUNECAST_RETURN_IF_ERROR(expect_array(*labels, path + ".token_labels"));
       for (const json& label : *labels) {
@@ -500,6 +501,7 @@ class Reader {
     }
     TUNECAST_RETURN_IF_ERROR(get_int_array(j, path, "token_values", true, &v->token_values));
     TUNECAST_RETURN_IF_ERROR(get_int_array(j, path, "end_tokens", false, &v->end_tokens));
+    TUNECAST_RETURN_IF_ERROR(get_int_array(j, path, "decode_order", false, &v->decode_order));
     TUNECAST_RETURN_IF_ERROR(
         get_enum(j, path, "end_policy", schema::EnumNamesEndPolicy(), &v->end_policy));
     if (const json* params = find(j, "parameters")) {
@@ -675,6 +677,7 @@ Status write_ir_json(const ir::Model& model, std::string* out) {
       j["parameters"] = std::move(params);
       j["end_policy"] = schema::EnumNameEndPolicy(v.end_policy);
       if (!v.token_labels.empty()) j["token_labels"] = v.token_labels;
+      if (!v.decode_order.empty()) j["decode_order"] = v.decode_order;
       doc["vocabulary"] = std::move(j);
     }
     // Invalid UTF-8 in a name or metadata value is replaced rather than thrown on.

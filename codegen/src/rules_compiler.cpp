@@ -251,10 +251,26 @@ NodePtr substitute(const NodePtr& node, const std::vector<NodePtr>& args) {
   return changed ? make_node(std::move(copy)) : node;
 }
 
-void collect(const Node& node, int* max_param, uint32_t* fields) {
-  if (node.kind == NodeKind::kParam) *max_param = std::max(*max_param, node.index);
+// The parameters (bit per position) and problem fields an expression reads.
+void collect(const Node& node, uint32_t* params, uint32_t* fields) {
+  if (node.kind == NodeKind::kParam) *params |= 1u << node.index;
   if (node.kind == NodeKind::kField) *fields |= 1u << node.index;
-  for (const NodePtr& kid : node.kids) collect(*kid, max_param, fields);
+  for (const NodePtr& kid : node.kids) collect(*kid, params, fields);
+}
+
+bool is_permutation_of(const std::vector<uint8_t>& order, size_t count) {
+  std::vector<bool> seen(count, false);
+  for (uint8_t position : order) {
+    if (position >= count || seen[position]) return false;
+    seen[position] = true;
+  }
+  return order.size() == count;
+}
+
+int lowest_bit(uint32_t mask) {
+  int bit = 0;
+  while (!((mask >> bit) & 1u)) ++bit;
+  return bit;
 }
 
 bool is_const(const NodePtr& node) { return node->kind == NodeKind::kConst; }
@@ -682,15 +698,28 @@ class Parser {
       if (tree->value == 0) fail(keyword, always_false + text);
       return;  // always true: nothing to check at run time
     }
-    int max_param = -1;
+    uint32_t params = 0;
     uint32_t fields = 0;
-    collect(*tree, &max_param, &fields);
-    if (applicability && max_param >= 0)
-      fail(tokens_[first], "applies conditions read the problem alone ('" + out_->params.at(max_param) +
+    collect(*tree, &params, &fields);
+    if (applicability && params != 0)
+      fail(tokens_[first], "applies conditions read the problem alone ('" + out_->params.at(lowest_bit(params)) +
                                "' is a tuning parameter; use require)");
+    // Placed at the first decode step at which every parameter it reads is known (0 for
+    // applicability, which reads none).
+    const std::vector<uint8_t>& order = options_.decode_order;
+    if (!order.empty() && !is_permutation_of(order, out_->params.size()))
+      fail(keyword, "the model's decode order is not a permutation of the rules' " +
+                        std::to_string(out_->params.size()) + " parameters");
+    int step = 0;
+    for (size_t s = 0; s < out_->params.size(); ++s) {
+      const size_t position = order.empty() ? s : order[s];
+      if ((params >> position) & 1u) step = static_cast<int>(s);
+    }
+    const uint32_t readable =
+        applicability ? 0u : vm::readable_params_mask(step, order.empty() ? nullptr : order.data());
     ir::Constraint condition;
-    condition.position = static_cast<uint32_t>(std::max(max_param, 0));  // 0 for applicability
-    condition.program = emit(*tree, static_cast<int>(condition.position) + (applicability ? 0 : 1), keyword, text);
+    condition.position = static_cast<uint32_t>(step);
+    condition.program = emit(*tree, readable, keyword, text);
     condition.text = text;
     fields_used_ |= fields;
     (applicability ? out_->applicability : out_->constraints).push_back(std::move(condition));
@@ -763,11 +792,12 @@ class Parser {
     const size_t first = pos_;
     NodePtr tree = fold(number(expression()));
     feature.text = source_text(first);
-    int max_param = -1;
+    uint32_t params = 0;
     uint32_t fields = 0;
-    collect(*tree, &max_param, &fields);
-    if (max_param >= 0)
-      fail(tokens_[first], "encode expressions cannot read tuning parameters ('" + out_->params.at(max_param) + "')");
+    collect(*tree, &params, &fields);
+    if (params != 0)
+      fail(tokens_[first], "encode expressions cannot read tuning parameters ('" +
+                               out_->params.at(lowest_bit(params)) + "')");
     feature.program = emit(*tree, 0, keyword, feature.text);
     fields_used_ |= fields;
     encoding_fields_ |= fields;
@@ -805,12 +835,12 @@ class Parser {
     out_->encoding = std::move(encoding_);
   }
 
-  ir::Program emit(const Node& tree, int readable_params, const Token& at, const std::string& text) {
+  ir::Program emit(const Node& tree, uint32_t readable_params, const Token& at, const std::string& text) {
     Emitter emitter;
     emitter.emit(tree);
     ir::Program program = emitter.take();
     const std::string what = "'" + text.substr(0, 60) + (text.size() > 60 ? "...'" : "'");
-    const Status status = vm::verify(view_of(program), readable_params, what.c_str());
+    const Status status = vm::verify_reading(view_of(program), readable_params, what.c_str());
     if (!status.is_ok()) fail(at, std::string("cannot compile this expression: ") + status.message());
     return program;
   }

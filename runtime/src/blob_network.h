@@ -18,6 +18,7 @@ class BlobNetwork {
       : model_(model), seq2seq_(model.root()->seq2seq()), decoder_(decoder), arena_(arena) {}
 
   int parameter_count() const { return model_.parameter_count(); }
+  int decode_position(int step) const { return model_.decode_position(step); }
   int token_count() const { return model_.token_count(); }
   int64_t token_value(int token) const { return model_.token_value(token); }
   bool is_end_token(int token) const { return model_.is_end_token(token); }
@@ -28,9 +29,9 @@ class BlobNetwork {
   bool logits_are_probabilities() const { return seq2seq_->logits_are_probabilities(); }
   const char* parameter_name(int position) const { return model_.parameter_name(position); }
 
-  bool constraints_pass(const Problem& problem, int position, const int64_t* values) const {
+  bool constraints_pass(const Problem& problem, int step, const int64_t* values) const {
     const auto* constraints = model_.root()->constraints();
-    for (int i = model_.constraint_begin(position); i < model_.constraint_begin(position + 1); ++i) {
+    for (int i = model_.constraint_begin(step); i < model_.constraint_begin(step + 1); ++i) {
       const schema::Constraint* c = constraints->Get(model_.constraint_order()[i]);
       int64_t result = 0;
       if (!vm::evaluate(vm::view_of(c->program()), problem, values, &result) || result == 0) {

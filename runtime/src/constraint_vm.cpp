@@ -62,7 +62,7 @@ int operand_count(int32_t opcode) {
   return opcode > 0 && opcode < kOpcodeEnd ? kOps[opcode].operands : -1;
 }
 
-Status verify(const ProgramView& program, int readable_params, const char* what) {
+Status verify_reading(const ProgramView& program, uint32_t readable_params, const char* what) {
   if (what == nullptr) what = "program";
   const uint32_t size = program.code_size;
   if (size == 0) return Status::error(StatusCode::kCorruptModel, "%s: empty bytecode", what);
@@ -126,15 +126,22 @@ Status verify(const ProgramView& program, int readable_params, const char* what)
                                what, operand[0], kProblemFieldCount, pc);
         break;
       case kLoadParam:
-        if (operand[0] < 0 || operand[0] >= readable_params) {
+        if (operand[0] < 0 || operand[0] >= 32 || !((readable_params >> operand[0]) & 1u)) {
           if (readable_params == 0) {
             return Status::error(StatusCode::kCorruptModel,
                                  "%s: reads parameter %d, but no parameter is known here (word %u)", what,
                                  operand[0], pc);
           }
+          if ((readable_params & (readable_params + 1)) == 0) {  // positions 0..p, the usual order
+            int last = 0;
+            while ((readable_params >> (last + 1)) & 1u) ++last;
+            return Status::error(StatusCode::kCorruptModel,
+                                 "%s: reads parameter %d but only positions 0..%d are known here (word %u)",
+                                 what, operand[0], last, pc);
+          }
           return Status::error(StatusCode::kCorruptModel,
-                               "%s: reads parameter %d but only positions 0..%d are known here (word %u)", what,
-                               operand[0], readable_params - 1, pc);
+                               "%s: reads parameter %d, not yet decoded at this step (word %u)", what,
+                               operand[0], pc);
         }
         break;
       case kInSet: {

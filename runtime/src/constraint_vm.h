@@ -118,17 +118,32 @@ inline ProgramView view_of(const schema::Program* program) {
 }
 
 // Verifies untrusted bytecode once at load: every opcode known; every operand in range (constant
-// index < constant_count, problem field < kProblemFieldCount, parameter position <
-// readable_params); jumps only forward and inside the code (the end included); no jump into the
-// operands of an instruction; no unreachable instruction; the stack never underflows nor exceeds
-// kMaxStack, and stack depths agree wherever paths merge; exactly one value is left at the end.
-// `what` names the program in the error message ("constraint 3 'k_mult % e == 0'").
-// A constraint at position p reads parameters 0..p: pass readable_params = p + 1. Feature
-// encodings read none: pass 0.
-Status verify(const ProgramView& program, int readable_params, const char* what);
+// index < constant_count, problem field < kProblemFieldCount, parameter position p only where
+// bit p of readable_mask is set); jumps only forward and inside the code (the end included); no
+// jump into the operands of an instruction; no unreachable instruction; the stack never underflows
+// nor exceeds kMaxStack, and stack depths agree wherever paths merge; exactly one value is left at
+// the end. `what` names the program in the error message ("constraint 3 'k_mult % e == 0'").
+// A constraint checked at decode step s reads the parameters decoded in steps 0..s:
+// readable_params_mask(). Feature encodings and applicability conditions read none: pass 0.
+Status verify_reading(const ProgramView& program, uint32_t readable_mask, const char* what);
 
-// Runs verified bytecode. params[i] is the value of parameter position i (only i < readable_params
-// are read). Returns false when evaluation fails (division or modulo by zero, overflow of
+// The same where parameters 0..readable_params-1 are readable (the parameters' own decode order:
+// a constraint at position p passes p + 1).
+inline Status verify(const ProgramView& program, int readable_params, const char* what) {
+  const uint32_t mask = readable_params <= 0 ? 0u : readable_params >= 32 ? ~0u : (1u << readable_params) - 1u;
+  return verify_reading(program, mask, what);
+}
+
+// The parameters known once decode step `step` is done: bit decode_order[s] for s <= step (bit s
+// when decode_order is null, the parameters' own order).
+inline uint32_t readable_params_mask(int step, const uint8_t* decode_order) {
+  uint32_t mask = 0;
+  for (int s = 0; s <= step; ++s) mask |= 1u << (decode_order ? decode_order[s] : s);
+  return mask;
+}
+
+// Runs verified bytecode. params[i] is the value of parameter position i (only those verify()
+// allowed are read). Returns false when evaluation fails (division or modulo by zero, overflow of
 // int64 arithmetic or shifts, ilog2 of a value <= 0), which callers treat as "constraint violated".
 // No heap, no recursion.
 bool evaluate(const ProgramView& program, const Problem& problem, const int64_t* params, int64_t* result);

@@ -574,6 +574,23 @@ Status Model::load(const void* data, size_t size, Model* out) {
         model.allowed_mask_[p][t >> 6] |= uint64_t{1} << (t & 63);
       }
     }
+    const auto* order = vocab->decode_order();
+    if (order != nullptr && order->size() != 0) {
+      uint32_t seen = 0;
+      for (uint8_t position : *order) {
+        if (order->size() != static_cast<uint32_t>(model.parameter_count_) ||
+            position >= model.parameter_count_ || ((seen >> position) & 1u)) {
+          return Status::error(StatusCode::kCorruptModel,
+                               "vocabulary: decode_order must list each of the %d parameter "
+                               "positions once",
+                               model.parameter_count_);
+        }
+        seen |= 1u << position;
+      }
+      for (int s = 0; s < model.parameter_count_; ++s) model.decode_order_[s] = order->Get(s);
+    } else {
+      for (int s = 0; s < model.parameter_count_; ++s) model.decode_order_[s] = static_cast<uint8_t>(s);
+    }
     if (static_cast<int>(vocab->end_policy()) > static_cast<int>(schema::EndPolicy::MAX)) {
       return Status::error(StatusCode::kUnsupported, "vocabulary: unknown end policy %d",
                            static_cast<int>(vocab->end_policy()));
@@ -587,7 +604,7 @@ Status Model::load(const void* data, size_t size, Model* out) {
         check_seq2seq(root, model.graphs_, model.graph_count_, model.token_count_));
   }
 
-  // Constraints: verify bytecode, then order by position (counting sort, stable).
+  // Constraints: verify bytecode, then order by decode step (counting sort, stable).
   if (root->constraints() != nullptr && root->constraints()->size() > 0) {
     const uint32_t count = root->constraints()->size();
     if (count > static_cast<uint32_t>(kMaxConstraints) || model.parameter_count_ == 0) {
@@ -607,7 +624,9 @@ Status Model::load(const void* data, size_t size, Model* out) {
       std::snprintf(what, sizeof what, "constraint %u '%.48s'", i,
                     c->text() ? c->text()->c_str() : "");
       TUNECAST_RETURN_IF_ERROR(
-          vm::verify(vm::view_of(c->program()), static_cast<int>(c->position()) + 1, what));
+          vm::verify_reading(vm::view_of(c->program()),
+                             vm::readable_params_mask(static_cast<int>(c->position()), model.decode_order_),
+                             what));
       ++per_position[c->position()];
     }
     int start = 0;

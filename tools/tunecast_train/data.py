@@ -162,9 +162,14 @@ def fields_matrix(rows):
 
 class Vocabulary:
     """Position-segmented vocabulary: token 0 is the end token (value -1); then every position's
-    distinct values, sorted, each with its own token even where two positions share a value."""
+    distinct values, sorted, each with its own token even where two positions share a value.
 
-    def __init__(self, param_names, position_values):
+    Positions are decode steps. decode_order (None: the solver's own order) says which solver
+    position each step emits (train.py --param-order); the export lists the parameters in the
+    solver's order with that decode_order, as the artifact does (schemas/tunecast_model.fbs)."""
+
+    def __init__(self, param_names, position_values, decode_order=None):
+        self.decode_order = list(decode_order) if decode_order is not None else None
         self.param_names = list(param_names)
         self.position_values = [sorted(set(v)) for v in position_values]
         self.token_values = [-1]
@@ -177,9 +182,10 @@ class Vocabulary:
             self.lookup.append(dict(zip(values, toks)))
 
     @classmethod
-    def from_rows(cls, param_names, rows):
+    def from_rows(cls, param_names, rows, decode_order=None):
+        """param_names and rows' params in decode order (already permuted by decode_order)."""
         cols = list(zip(*[r["params"] for r in rows]))
-        return cls(param_names, cols)
+        return cls(param_names, cols, decode_order)
 
     @property
     def size(self):
@@ -197,12 +203,23 @@ class Vocabulary:
         return [self.token_values[t] for t in tokens]
 
     def to_json(self):
-        return {"token_values": self.token_values, "end_tokens": [0],
-                "parameters": [{"name": n, "tokens": t} for n, t in zip(self.param_names, self.position_tokens)],
-                "end_policy": "EndTokenAfterLast"}
+        params = [{"name": n, "tokens": t} for n, t in zip(self.param_names, self.position_tokens)]
+        j = {"token_values": self.token_values, "end_tokens": [0], "parameters": params,
+             "end_policy": "EndTokenAfterLast"}
+        if self.decode_order is not None:  # parameters in the solver's order, step s emits decode_order[s]
+            j["parameters"] = [params[self.decode_order.index(q)] for q in range(len(params))]
+            j["decode_order"] = self.decode_order
+        return j
 
     @classmethod
     def from_json(cls, j):
-        names = [p["name"] for p in j["parameters"]]
-        values = [[j["token_values"][t] for t in p["tokens"]] for p in j["parameters"]]
-        return cls(names, values)
+        params, order = j["parameters"], j.get("decode_order")
+        if order is not None:
+            params = [params[q] for q in order]
+        names = [p["name"] for p in params]
+        values = [[j["token_values"][t] for t in p["tokens"]] for p in params]
+        return cls(names, values, order)
+
+    def to_decode_order(self, params):
+        """A solver-ordered parameter vector in this vocabulary's decode order."""
+        return list(params) if self.decode_order is None else [params[q] for q in self.decode_order]

@@ -8,6 +8,7 @@
 // A Network provides (all sizes fixed before the search starts; nothing allocates):
 //
 //   int parameter_count() const;                 // positions to emit
+//   int decode_position(int step) const;         // the position emitted at step (decode_order)
 //   int token_count() const;                     // vocabulary size
 //   int64_t token_value(int token) const;
 //   bool is_end_token(int token) const;
@@ -15,7 +16,7 @@
 //   bool end_competes() const;                   // EndPolicy::FixedLength (MIOpen's procedure)
 //   bool logits_are_probabilities() const;       // decoder already applied softmax
 //   const char* parameter_name(int position) const;
-//   bool constraints_pass(const Problem&, int position, const int64_t* values) const;
+//   bool constraints_pass(const Problem&, int step, const int64_t* values) const;
 //   Status run_decoder();                        // one step for every live row
 //   float* scores(int row);                      // that row's decoder output, token_count() floats
 //   void feed(int row, int parent_row, int token);  // next step's input row: token + parent's state
@@ -84,7 +85,10 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
   hyps[0].length = 0;
   int live = 1;
 
-  for (int position = 0; position < positions; ++position) {
+  // Values and tokens are stored by parameter position; the decoder emits them in its decode
+  // order (the position itself unless the vocabulary has a decode_order).
+  for (int step = 0; step < positions; ++step) {
+    const int position = net.decode_position(step);
     TUNECAST_RETURN_IF_ERROR(net.run_decoder());
 
     // `top` holds the best `chosen` expansions as a heap ordered by `better`, which puts the worst
@@ -135,7 +139,7 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
         }
         if (!e.dead) {
           h.values[position] = net.token_value(t);
-          if (use_constraints && !net.constraints_pass(*problem, position, h.values)) {
+          if (use_constraints && !net.constraints_pass(*problem, step, h.values)) {
             ++info->rejected_by_constraints;
             continue;
           }
@@ -167,7 +171,7 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
       n = hyps[e.beam];
       n.values[position] = net.token_value(e.token);
       n.tokens[position] = static_cast<uint16_t>(e.token);
-      n.length = position + 1;
+      n.length = step + 1;
       n.score = e.score;
       ++next_live;
     }
@@ -178,7 +182,7 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
                            "position %d (%s)",
                            position, net.parameter_name(position));
     }
-    if (position + 1 < positions) {
+    if (step + 1 < positions) {
       int row = 0;
       for (int i = 0; i < chosen; ++i) {
         if (top[i].dead) continue;

@@ -78,11 +78,15 @@ class Model {
     return (allowed_mask_[position][token >> 6] >> (token & 63)) & 1u;
   }
   const char* parameter_name(int position) const;
+  // The parameter position the decoder emits at `step` (0 <= step < parameter_count()): the
+  // vocabulary's decode_order, or `step` itself. Candidates and constraints use positions.
+  int decode_position(int step) const { return decode_order_[step]; }
+  const uint8_t* decode_order() const { return decode_order_; }
   // Printable form of a token ("Default", "16"), or nullptr when the vocabulary has no labels.
   const char* token_label(int token) const;
 
-  // Constraints sorted by position: those checked at `position` are
-  // constraint_order()[constraint_begin(position) .. constraint_begin(position + 1)).
+  // Constraints sorted by decode step: those checked at `step` are
+  // constraint_order()[constraint_begin(step) .. constraint_begin(step + 1)).
   const uint16_t* constraint_order() const { return constraint_order_; }
   int constraint_begin(int position) const { return constraint_begin_[position]; }
 
@@ -109,6 +113,7 @@ class Model {
   int token_count_ = 0;
   uint64_t end_mask_[kMaxTokens / 64] = {};
   uint64_t allowed_mask_[kMaxParameters][kMaxTokens / 64] = {};  // built at load from the vocabulary
+  uint8_t decode_order_[kMaxParameters] = {};
   uint16_t constraint_order_[kMaxConstraints] = {};
   int constraint_begin_[kMaxParameters + 1] = {};
   uint32_t required_fields_ = 0;

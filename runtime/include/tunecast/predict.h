@@ -14,7 +14,9 @@ namespace tunecast {
 
 // An integrator's own validity rule, checked after the model's constraints: return true if the
 // parameter prefix values[0..position] (values[position] is the candidate) can still be valid for
-// `problem`. `problem` is null when predicting from raw features without a problem.
+// `problem`. `problem` is null when predicting from raw features without a problem. A model whose
+// vocabulary has a decode_order emits positions in that order (Model::decode_position): the
+// values set are then those of the positions decoded so far, not 0..position.
 struct Validator {
   bool (*check)(void* context, const Problem* problem, int position, const int64_t* values) = nullptr;
   void* context = nullptr;
@@ -51,7 +53,7 @@ struct PredictInfo {
   uint32_t out_of_range_fields = 0;    // bit per ProblemField outside the training range
   int64_t rejected_by_constraints = 0; // expansions the constraints removed
   int64_t rejected_by_validator = 0;   // expansions the Validator removed
-  int failed_position = -1;            // position where every hypothesis died, when none survived
+  int failed_position = -1;            // position (parameter) where every hypothesis died, when none survived
   // The beam was full and left expansions out (unchecked ones included). When false the search
   // was exhaustive: fewer candidates than the beam width means no other vector passes the
   // constraints. When true, hypotheses the beam kept may have died at later positions in place of
@@ -100,9 +102,10 @@ bool check_applicability(const Model& model, const Problem& problem, int* first_
 // The source text of applicability condition `index` ("" when out of range), for messages.
 const char* applicability_text(const Model& model, int index);
 
-// Evaluates the model's constraints on the first `length` parameter values (those placed at
-// positions < length), e.g. a complete vector from eval or a perf DB. Returns true when every one
-// passes; *first_failed (if not null) gets the index of the first that fails.
+// Evaluates the model's constraints on the parameters decoded in the first `length` steps (those
+// placed at positions < length, unless the vocabulary has a decode_order), e.g. a complete vector
+// from eval or a perf DB (length = parameter_count()). Returns true when every one passes;
+// *first_failed (if not null) gets the index of the first that fails.
 bool check_candidate(const Model& model, const Problem& problem, const int64_t* values, int length,
                      int* first_failed);
 

@@ -97,6 +97,8 @@ struct Vocabulary {
   std::vector<Parameter> parameters;
   EndPolicy end_policy = EndPolicy::FixedLength;
   std::vector<std::string> token_labels;  // empty, or one per token (see the schema)
+  // Step s of the decoder emits parameters[decode_order[s]]; empty: the parameters' own order.
+  std::vector<uint8_t> decode_order;
 };
 
 // Compiled bytecode (see constraint_vm.h for the instruction set).

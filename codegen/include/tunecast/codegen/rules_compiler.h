@@ -30,6 +30,10 @@ struct CompileOptions {
   // Values for the text's `option NAME = DEFAULT` statements (e.g. which reading of an ambiguous
   // DB key to check). Names the text does not declare are ignored.
   std::map<std::string, int64_t, std::less<>> defines;
+  // The model's decode order (its vocabulary's decode_order: step s emits parameter
+  // decode_order[s]). A constraint is placed at the first step at which every parameter it reads
+  // is known. Empty: the parameters' own order.
+  std::vector<uint8_t> decode_order;
 };
 
 // `source` names the file in messages: "ConvAsm1x1U.tcr:12:5: unknown name 'kmult'".
