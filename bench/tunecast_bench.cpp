@@ -665,7 +665,8 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     for (int p = 0; p < out[0].length; ++p) greedy_text += " " + std::to_string(out[0].values[p]);
   }
   if (run_predict(1, false)) {
-    for (int p = 0; p < out[0].length; ++p) runtime_free_tokens.push_back(out[0].tokens[p]);
+    // In decode order, as the peer emits them (candidates store tokens by position).
+    for (int s = 0; s < out[0].length; ++s) runtime_free_tokens.push_back(out[0].tokens[model.decode_position(s)]);
   }
   const Timing greedy = measure(o, [&] { run_predict(1, true); });
   row("greedy predict (constrained)", greedy, greedy_floor, "->" + greedy_text);
@@ -779,9 +780,9 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
           model.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength;
       std::vector<std::vector<bool>> allowed(model.parameter_count(),
                                              std::vector<bool>(model.token_count()));
-      for (int p = 0; p < model.parameter_count(); ++p) {
+      for (int s = 0; s < model.parameter_count(); ++s) {  // by decode step
         for (int t = 0; t < model.token_count(); ++t) {
-          allowed[p][t] = model.token_allowed(p, t) || (end_competes && model.is_end_token(t));
+          allowed[s][t] = model.token_allowed(model.decode_position(s), t) || (end_competes && model.is_end_token(t));
         }
       }
       const std::vector<int> torch_tokens = peer->greedy(features, allowed);

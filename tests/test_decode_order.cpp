@@ -98,6 +98,9 @@ TEST_CASE("decode order: the same search as the solver-ordered model, values at 
   tunecast_test::CompiledModel plain, reordered;
   tunecast_test::compile_model(plain_ir, &plain);
   tunecast_test::compile_model(reordered_model(), &reordered);
+  // Version 2 marks the order (a version-1 runtime would decode it wrongly); others stay version 1.
+  CHECK(plain.model.root()->format_version() == 1);
+  CHECK(reordered.model.root()->format_version() == 2);
   CHECK(reordered.model.decode_position(0) == 1);
   CHECK(reordered.model.decode_position(2) == 0);
   CHECK(std::string(reordered.model.parameter_name(0)) == "m");

@@ -163,7 +163,7 @@ def sequence_loss(model, X, tok_in, tok_out, S, onehot_w):
 def nearest_rows(train, m):
     """[N, m] long tensor: for each training row, its m nearest other training rows of the same arch
     and precision (the nearest-neighbour baseline's standardized features, ties by row order); a row
-    with fewer than m others repeats its nearest, a row alone in its group stands for itself."""
+    with fewer than m others cycles through those it has, a row alone in its group stands for itself."""
     out = np.zeros((len(train), m), dtype=np.int64)
     by_group = {}
     for i, r in enumerate(train):

@@ -175,7 +175,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
           }
         }
       }
-      std::printf("   (%d constraints)\n", model.constraint_begin(p + 1) - model.constraint_begin(p));
+      int step = 0;  // constraints are grouped by the decode step that emits this position
+      while (model.decode_position(step) != p) ++step;
+      std::printf("   (%d constraints)\n", model.constraint_begin(step + 1) - model.constraint_begin(step));
     }
   }
   if (const schema::Encoding* enc = root->encoding()) {

@@ -758,7 +758,8 @@ class Emitter {
     w.line("  // The model's feature encoding; as tunecast::encode_problem.");
     w.line("  static tunecast::Status encode_problem(const tunecast::Problem& problem, float* features,");
     w.line("                                        size_t feature_count, uint32_t* out_of_range_fields);");
-    w.line("  // The constraints of positions < length; as tunecast::check_candidate.");
+    w.line("  // The constraints of decode steps < length (positions < length in the solver's order);");
+    w.line("  // as tunecast::check_candidate.");
     w.line("  static bool check_candidate(const tunecast::Problem& problem, const int64_t* values,");
     w.line("                              int length, int* first_failed);");
     w.line("  // The model's applicability conditions; as tunecast::check_applicability and");

@@ -267,9 +267,10 @@ bool is_permutation_of(const std::vector<uint8_t>& order, size_t count) {
   return order.size() == count;
 }
 
-int lowest_bit(uint32_t mask) {
-  int bit = 0;
-  while (!((mask >> bit) & 1u)) ++bit;
+// The last position a non-empty mask names (messages name the latest parameter read).
+int highest_bit(uint32_t mask) {
+  int bit = 31;
+  while (!((mask >> bit) & 1u)) --bit;
   return bit;
 }
 
@@ -702,7 +703,7 @@ class Parser {
     uint32_t fields = 0;
     collect(*tree, &params, &fields);
     if (applicability && params != 0)
-      fail(tokens_[first], "applies conditions read the problem alone ('" + out_->params.at(lowest_bit(params)) +
+      fail(tokens_[first], "applies conditions read the problem alone ('" + out_->params.at(highest_bit(params)) +
                                "' is a tuning parameter; use require)");
     // Placed at the first decode step at which every parameter it reads is known (0 for
     // applicability, which reads none).
@@ -797,7 +798,7 @@ class Parser {
     collect(*tree, &params, &fields);
     if (params != 0)
       fail(tokens_[first], "encode expressions cannot read tuning parameters ('" +
-                               out_->params.at(lowest_bit(params)) + "')");
+                               out_->params.at(highest_bit(params)) + "')");
     feature.program = emit(*tree, 0, keyword, feature.text);
     fields_used_ |= fields;
     encoding_fields_ |= fields;

@@ -169,7 +169,7 @@ class Vocabulary:
     solver's order with that decode_order, as the artifact does (schemas/tunecast_model.fbs)."""
 
     def __init__(self, param_names, position_values, decode_order=None):
-        self.decode_order = list(decode_order) if decode_order is not None else None
+        self.decode_order = list(decode_order) if decode_order else None
         self.param_names = list(param_names)
         self.position_values = [sorted(set(v)) for v in position_values]
         self.token_values = [-1]
@@ -206,14 +206,14 @@ class Vocabulary:
         params = [{"name": n, "tokens": t} for n, t in zip(self.param_names, self.position_tokens)]
         j = {"token_values": self.token_values, "end_tokens": [0], "parameters": params,
              "end_policy": "EndTokenAfterLast"}
-        if self.decode_order is not None:  # parameters in the solver's order, step s emits decode_order[s]
+        if self.decode_order:  # parameters in the solver's order, step s emits decode_order[s]
             j["parameters"] = [params[self.decode_order.index(q)] for q in range(len(params))]
             j["decode_order"] = self.decode_order
         return j
 
     @classmethod
     def from_json(cls, j):
-        params, order = j["parameters"], j.get("decode_order")
+        params, order = j["parameters"], j.get("decode_order") or None  # [] = the solver's order
         if order is not None:
             params = [params[q] for q in order]
         names = [p["name"] for p in params]

@@ -1,7 +1,7 @@
 // The constrained beam search, written once over a "Network" so that the blob interpreter
 // (runtime/src/predict.cpp) and generated predictors (tunecast emit-cpp) make exactly the same
 // choices. Per step: one batched decoder run over the live beams, log-softmax, then for every beam
-// its tokens best-first, each checked against the constraints of the current position only while
+// its tokens best-first, each checked against the constraints of the current step only while
 // it could still enter the top k. Survivors' decoder states are gathered into the next step's
 // inputs.
 //

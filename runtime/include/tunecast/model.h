@@ -18,7 +18,9 @@
 
 namespace tunecast {
 
-constexpr uint32_t kFormatVersion = 1;
+// 2: vocabulary.decode_order (a runtime of version 1 would decode such a model in the wrong order);
+// blobs without one are still written as version 1.
+constexpr uint32_t kFormatVersion = 2;
 
 // Structural limits checked at load. They size the fixed tables of a Model, so a blob beyond them
 // is refused with a clear message rather than handled with heap memory.
@@ -88,7 +90,7 @@ class Model {
   // Constraints sorted by decode step: those checked at `step` are
   // constraint_order()[constraint_begin(step) .. constraint_begin(step + 1)).
   const uint16_t* constraint_order() const { return constraint_order_; }
-  int constraint_begin(int position) const { return constraint_begin_[position]; }
+  int constraint_begin(int step) const { return constraint_begin_[step]; }
 
   // Problem fields the encoding and constraints read (bit per ProblemField).
   uint32_t required_fields() const { return required_fields_; }
