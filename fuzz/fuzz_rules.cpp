@@ -18,8 +18,8 @@ vm::ProgramView view_of(const ir::Program& p) {
           static_cast<uint32_t>(p.constants.size())};
 }
 
-void must_verify(const ir::Program& program, int readable_params, const std::string& what) {
-  const Status status = vm::verify(view_of(program), readable_params, what.c_str());
+void must_verify(const ir::Program& program, uint32_t readable_mask, const std::string& what) {
+  const Status status = vm::verify_reading(view_of(program), readable_mask, what.c_str());
   if (!status) {
     std::fprintf(stderr, "compiler emitted bytecode the verifier rejects: %s\n", status.message());
     std::abort();
@@ -43,13 +43,30 @@ int rules_one_input(const uint8_t* data, size_t size) {
   int64_t params[kMaxParameters];
   for (int i = 0; i < kMaxParameters; ++i) params[i] = (i * 7) % 9 - 2;
   for (const ir::Constraint& c : out.constraints) {
-    must_verify(c.program, static_cast<int>(c.position) + 1, c.text);
+    must_verify(c.program, vm::readable_params_mask(static_cast<int>(c.position), nullptr), c.text);
     int64_t result;
     vm::evaluate(view_of(c.program), problem, params, &result);
   }
+  // The same text for a model that decodes its parameters in reverse order (a vocabulary's
+  // decode_order): every constraint must read only what its decode step knows.
+  if (out.params.size() > 1 && out.params.size() <= static_cast<size_t>(kMaxParameters)) {
+    rules::CompiledRules reordered;
+    for (size_t s = 0; s < out.params.size(); ++s) {
+      options.decode_order.push_back(static_cast<uint8_t>(out.params.size() - 1 - s));
+    }
+    options.params = out.params;
+    if (!rules::compile(text, "fuzz.tcr", options, &reordered)) {
+      std::fprintf(stderr, "a text that compiles fails to compile with a decode order\n");
+      std::abort();
+    }
+    for (const ir::Constraint& c : reordered.constraints) {
+      must_verify(c.program, vm::readable_params_mask(static_cast<int>(c.position), options.decode_order.data()),
+                  c.text);
+    }
+  }
   if (out.encoding) {
     for (const ir::FeatureEncoding& f : out.encoding->features) {
-      must_verify(f.program, 0, f.text);
+      must_verify(f.program, 0u, f.text);
       int64_t result;
       vm::evaluate(view_of(f.program), problem, nullptr, &result);
     }

@@ -204,6 +204,12 @@ TEST_CASE("rules: options, constant requirements and params from the model") {
 TEST_CASE("rules: compile errors name file:line:col and the problem") {
   CHECK(compile_error("params k_mult\nrequire kmult > 1\n") == "t.tcr:2:9: unknown name 'kmult'");
   CHECK(compile_error("params a, b, a\n") == "t.tcr:1:14: duplicate param 'a'");
+  {  // a constraint's parameters are a bit mask: more than the runtime's 16 are refused, not shifted
+    std::string many = "params p0";
+    for (int i = 1; i <= 40; ++i) many += ", p" + std::to_string(i);
+    CHECK(compile_error(many + "\nrequire p40 > 0\n").find("at most 16 params (tunecast::kMaxParameters)") !=
+          std::string::npos);
+  }
   CHECK(compile_error("params a\nrequire a / 0 == 1\n") == "t.tcr:2:13: division by literal zero");
   CHECK(compile_error("params a\nrequire a % 0 == 1\n") == "t.tcr:2:13: division by literal zero");
   CHECK(compile_error("params a\nrequire ceil_div(a, 0) == 1\n") == "t.tcr:2:21: division by literal zero");

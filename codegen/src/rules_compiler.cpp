@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "constraint_vm.h"
+#include "tunecast/model.h"
 #include "tunecast/problem.h"
 
 namespace tunecast::rules {
@@ -596,6 +597,9 @@ class Parser {
   void declare_param(const std::string& name, size_t index, const Token& at) {
     std::string what;
     if (param_index_.count(name)) fail(at, "duplicate param '" + name + "'");
+    // The runtime predicts at most kMaxParameters, and a constraint's parameters are a bit mask.
+    if (index >= static_cast<size_t>(kMaxParameters))
+      fail(at, "at most " + std::to_string(kMaxParameters) + " params (tunecast::kMaxParameters)");
     if (name_taken(name, &what)) fail(at, "param '" + name + "' clashes with " + what + " of the same name");
     param_index_.emplace(name, static_cast<int>(index));
   }
