@@ -321,8 +321,7 @@ def main():
               "baselines": {key(g): m for g, m in base.items()}, "history": history,
               "train_seconds": round(time.time() - t0, 1)}
     metadata = {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
-                "training_precisions": ",".join(train_prec), "fit_on": args.fit_on,
- "model": args.model, "split_seed": str(args.split_seed),
+                "training_precisions": ",".join(train_prec), "fit_on": args.fit_on, "model": args.model, "split_seed": str(args.split_seed),
                 "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
                 "seed": str(args.seed), "training_command": command, "source": "MIOpen perf DBs (commit 2d1fd997)",
                 "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}
