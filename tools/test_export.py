@@ -108,11 +108,13 @@ def main():
     check_expressions()
     fields = synthetic_fields(64, rng)
     params = [[int(rng.integers(1, 4)), int(rng.choice([4, 8, 16])), int(rng.integers(1, 8))] for _ in fields]
-    # Decoded a, b, c but listed (b, c, a) in the export: every fixture also checks that generated
-    # code and the blob runtime place decoded values at their positions (train.py --param-order).
-    vocab = data.Vocabulary(["a", "b", "c"], list(zip(*params)), decode_order=[2, 0, 1])
+    # Decoded alpha, beta, gamma but listed (beta, gamma, alpha) in the export: every fixture also
+    # checks that generated code and the blob runtime place decoded values at their positions
+    # (train.py --param-order; tests/data/pytorch/decode_order.tcr adds rules). Names that are no
+    # problem field, so that rules can name them.
+    vocab = data.Vocabulary(["alpha", "beta", "gamma"], list(zip(*params)), decode_order=[2, 0, 1])
     assert data.Vocabulary.from_json(vocab.to_json()).to_json() == vocab.to_json()
-    assert [p["name"] for p in vocab.to_json()["parameters"]] == ["b", "c", "a"]
+    assert [p["name"] for p in vocab.to_json()["parameters"]] == ["beta", "gamma", "alpha"]
     check_study_models(vocab.size)
     failures = 0
     exports = {}
