@@ -202,11 +202,9 @@ def main():
                          args.split_seed)
     except (OSError, ValueError, sqlite3.Error) as e:
         sys.exit(f"train: {e}")
-    param_names = data.SOLVER_PARAMS[args.solver]
-    if args.param_order:
-        param_names = [param_names[p] for p in args.param_order]
-        for r in rows:
-            r["params"] = [r["params"][p] for p in args.param_order]
+    param_names = data.in_decode_order(data.SOLVER_PARAMS[args.solver], args.param_order)
+    for r in rows:
+        r["params"] = data.in_decode_order(r["params"], args.param_order)
     train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and data.PRECISION_OF[r["dtype"]] in train_prec]
     val = [r for r in rows if r["split"] == "val" and data.PRECISION_OF[r["dtype"]] in args.precision]
     test = [r for r in rows if r["split"] == "test" and data.PRECISION_OF[r["dtype"]] in args.precision]

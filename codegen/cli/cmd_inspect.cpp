@@ -158,7 +158,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       if (model.is_end_token(t)) std::printf(" %d", t);
     }
     std::printf(" (end policy %s)\n", schema::EnumNameEndPolicy(root->vocabulary()->end_policy()));
-    if (root->vocabulary()->decode_order() && root->vocabulary()->decode_order()->size() != 0) {
+    if (model.reorders_parameters()) {
       std::printf("decode order (positions as the decoder emits them):");
       for (int s = 0; s < model.parameter_count(); ++s) std::printf(" %d", model.decode_position(s));
       std::printf("\n");

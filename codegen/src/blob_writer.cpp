@@ -231,11 +231,7 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
 
   fb::ModelBuilder mb(b);
   // Version 2 only where it matters: a version-1 runtime reads every other blob correctly.
-  bool reordered = false;
-  for (size_t s = 0; s < model.vocabulary.decode_order.size(); ++s) {
-    reordered = reordered || model.vocabulary.decode_order[s] != s;
-  }
-  mb.add_format_version(reordered ? kFormatVersion : 1);
+  mb.add_format_version(ir::reorders_parameters(model.vocabulary) ? kFormatVersion : 1);
   mb.add_name(name);
   mb.add_graphs(graphs_vec);
   if (!seq2seq.IsNull()) mb.add_seq2seq(seq2seq);

@@ -506,12 +506,6 @@ class Emitter {
 
  private:
   const schema::Seq2Seq* seq2seq() const { return model_.root()->seq2seq(); }
-  bool has_decode_order() const {
-    for (int s = 0; s < model_.parameter_count(); ++s) {
-      if (model_.decode_position(s) != s) return true;
-    }
-    return false;
-  }
   const GraphInfo& encoder() const { return model_.graph(static_cast<int>(seq2seq()->encoder())); }
   const GraphInfo& decoder() const { return model_.graph(static_cast<int>(seq2seq()->decoder())); }
   const schema::Encoding* encoding() const { return model_.root()->encoding(); }
@@ -1189,7 +1183,7 @@ class Emitter {
       std::string names;
       for (int p = 0; p < model_.parameter_count(); ++p) names += (p ? ", " : "") + quoted(model_.parameter_name(p));
       w.line("constexpr const char* kParameterNames[%d] = {%s};", model_.parameter_count(), names.c_str());
-      if (has_decode_order()) {
+      if (model_.reorders_parameters()) {
         std::string order;
         for (int s = 0; s < model_.parameter_count(); ++s) order += (s ? ", " : "") + std::to_string(model_.decode_position(s));
         w.line("// The position the decoder emits at each step (the vocabulary's decode_order).");
@@ -1230,7 +1224,7 @@ class Emitter {
     w.line(" public:");
     w.line("  explicit Decoder(%s::Scratch& s) : s_(s) {}", N.c_str());
     w.line("  int parameter_count() const { return %s::kParameterCount; }", N.c_str());
-    w.line(has_decode_order() ? "  int decode_position(int step) const { return kDecodeOrder[step]; }"
+    w.line(model_.reorders_parameters() ? "  int decode_position(int step) const { return kDecodeOrder[step]; }"
                               : "  int decode_position(int step) const { return step; }");
     w.line("  int token_count() const { return %s::kTokenCount; }", N.c_str());
     w.line("  int64_t token_value(int token) const { return kTokenValues[token]; }");

@@ -1,6 +1,5 @@
 #include "tunecast/codegen/ir_check.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -421,15 +420,8 @@ class Checker {
     if (!v.token_labels.empty() && v.token_labels.size() != size) {
       return fail("%zu token labels for %zu tokens", v.token_labels.size(), size);
     }
-    if (!v.decode_order.empty()) {
-      std::vector<uint8_t> sorted = v.decode_order;
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t s = 0; s < sorted.size(); ++s) {
-        if (sorted.size() != v.parameters.size() || sorted[s] != s) {
-          return fail("decode_order must list each of the %zu parameter positions once",
-                      v.parameters.size());
-        }
-      }
+    if (!v.decode_order.empty() && !ir::is_permutation(v.decode_order, v.parameters.size())) {
+      return fail("decode_order must list each of the %zu parameter positions once", v.parameters.size());
     }
     std::set<std::string> names;
     for (size_t p = 0; p < v.parameters.size(); ++p) {

@@ -259,15 +259,6 @@ void collect(const Node& node, uint32_t* params, uint32_t* fields) {
   for (const NodePtr& kid : node.kids) collect(*kid, params, fields);
 }
 
-bool is_permutation_of(const std::vector<uint8_t>& order, size_t count) {
-  std::vector<bool> seen(count, false);
-  for (uint8_t position : order) {
-    if (position >= count || seen[position]) return false;
-    seen[position] = true;
-  }
-  return order.size() == count;
-}
-
 // The last position a non-empty mask names (messages name the latest parameter read).
 int highest_bit(uint32_t mask) {
   int bit = 31;
@@ -712,7 +703,7 @@ class Parser {
     // Placed at the first decode step at which every parameter it reads is known (0 for
     // applicability, which reads none).
     const std::vector<uint8_t>& order = options_.decode_order;
-    if (!order.empty() && !is_permutation_of(order, out_->params.size()))
+    if (!order.empty() && !ir::is_permutation(order, out_->params.size()))
       fail(keyword, "the model's decode order is not a permutation of the rules' " +
                         std::to_string(out_->params.size()) + " parameters");
     int step = 0;

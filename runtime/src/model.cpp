@@ -574,22 +574,21 @@ Status Model::load(const void* data, size_t size, Model* out) {
         model.allowed_mask_[p][t >> 6] |= uint64_t{1} << (t & 63);
       }
     }
+    // Decode order: the positions in the order the decoder emits them, each once; absent: in order.
     const auto* order = vocab->decode_order();
-    if (order != nullptr && order->size() != 0) {
-      uint32_t seen = 0;
-      for (uint8_t position : *order) {
-        if (order->size() != static_cast<uint32_t>(model.parameter_count_) ||
-            position >= model.parameter_count_ || ((seen >> position) & 1u)) {
-          return Status::error(StatusCode::kCorruptModel,
-                               "vocabulary: decode_order must list each of the %d parameter "
-                               "positions once",
-                               model.parameter_count_);
-        }
-        seen |= 1u << position;
-      }
-      for (int s = 0; s < model.parameter_count_; ++s) model.decode_order_[s] = order->Get(s);
-    } else {
-      for (int s = 0; s < model.parameter_count_; ++s) model.decode_order_[s] = static_cast<uint8_t>(s);
+    const bool has_order = order != nullptr && order->size() != 0;
+    uint32_t seen = 0;  // positions listed, each in range
+    for (uint32_t i = 0; has_order && i < order->size(); ++i) {
+      if (order->Get(i) < model.parameter_count_) seen |= 1u << order->Get(i);
+    }
+    if (has_order && (order->size() != static_cast<uint32_t>(model.parameter_count_) ||
+                      seen != (1u << model.parameter_count_) - 1u)) {
+      return Status::error(StatusCode::kCorruptModel,
+                           "vocabulary: decode_order must list each of the %d parameter positions once",
+                           model.parameter_count_);
+    }
+    for (int s = 0; s < model.parameter_count_; ++s) {
+      model.decode_order_[s] = has_order ? order->Get(s) : static_cast<uint8_t>(s);
     }
     if (static_cast<int>(vocab->end_policy()) > static_cast<int>(schema::EndPolicy::MAX)) {
       return Status::error(StatusCode::kUnsupported, "vocabulary: unknown end policy %d",

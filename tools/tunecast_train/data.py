@@ -160,6 +160,11 @@ def fields_matrix(rows):
     return np.array([[r[f] for f in FIELDS] for r in rows], dtype=np.int64)
 
 
+def in_decode_order(params, decode_order):
+    """A solver-ordered vector (or list of names) in decode order: element s is params[decode_order[s]]."""
+    return list(params) if not decode_order else [params[q] for q in decode_order]
+
+
 class Vocabulary:
     """Position-segmented vocabulary: token 0 is the end token (value -1); then every position's
     distinct values, sorted, each with its own token even where two positions share a value.
@@ -222,4 +227,4 @@ class Vocabulary:
 
     def to_decode_order(self, params):
         """A solver-ordered parameter vector in this vocabulary's decode order."""
-        return list(params) if self.decode_order is None else [params[q] for q in self.decode_order]
+        return in_decode_order(params, self.decode_order)

@@ -83,7 +83,13 @@ class Model {
   // The parameter position the decoder emits at `step` (0 <= step < parameter_count()): the
   // vocabulary's decode_order, or `step` itself. Candidates and constraints use positions.
   int decode_position(int step) const { return decode_order_[step]; }
-  const uint8_t* decode_order() const { return decode_order_; }
+  // Whether some step emits another position than its own (the vocabulary reorders parameters).
+  bool reorders_parameters() const {
+    for (int s = 0; s < parameter_count_; ++s) {
+      if (decode_order_[s] != s) return true;
+    }
+    return false;
+  }
   // Printable form of a token ("Default", "16"), or nullptr when the vocabulary has no labels.
   const char* token_label(int token) const;
 

@@ -101,6 +101,24 @@ struct Vocabulary {
   std::vector<uint8_t> decode_order;
 };
 
+// Whether `order` lists each of the positions 0..count-1 once (a valid decode_order).
+inline bool is_permutation(const std::vector<uint8_t>& order, size_t count) {
+  std::vector<bool> seen(count, false);
+  for (uint8_t position : order) {
+    if (position >= count || seen[position]) return false;
+    seen[position] = true;
+  }
+  return order.size() == count;
+}
+
+// Whether the vocabulary decodes its parameters in another order than it lists them.
+inline bool reorders_parameters(const Vocabulary& v) {
+  for (size_t s = 0; s < v.decode_order.size(); ++s) {
+    if (v.decode_order[s] != s) return true;
+  }
+  return false;
+}
+
 // Compiled bytecode (see constraint_vm.h for the instruction set).
 struct Program {
   std::vector<int32_t> code;
