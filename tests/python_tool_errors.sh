@@ -35,4 +35,6 @@ expect_error "--only names no run" $py "$tools/sweep.py" "$work/plan.txt" --out 
 expect_error "1 of 1 runs failed" $py "$tools/sweep.py" "$work/plan.txt" --out "$work/s" --device cpu
 expect_error "--epochs must be at least 1" $py "$tools/train.py" --smoke --epochs 0 --out "$work/t"
 expect_error "not found" $py "$tools/train.py" --data "$work/absent" --out "$work/t"
+expect_error "mixture_study: $work/absent/model.pt not found" $py "$tools/mixture_study.py" --runs "$work/absent" --work "$work/m"
+expect_error "--width must be >= 10" $py "$tools/mixture_study.py" --runs "$work/absent" --work "$work/m" --width 0
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

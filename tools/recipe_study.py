@@ -33,18 +33,18 @@ sys.path.insert(0, HERE)
 from select_ensemble import ROOT, Scorer, check_args, score_members  # noqa: E402
 
 
-def parse_recipe(text, kinds):
+def parse_recipe(text, kinds, prog="recipe_study"):
     recipe = {}
     for part in text.split(","):
         kind, sep, count = part.partition("=")
         if not sep or not count.isdigit() or int(count) < 1:
-            sys.exit(f"recipe_study: '{part}' in --recipe '{text}' is not KIND=COUNT (COUNT >= 1)")
+            sys.exit(f"{prog}: '{part}' in --recipe '{text}' is not KIND=COUNT (COUNT >= 1)")
         if kind in recipe:
-            sys.exit(f"recipe_study: --recipe '{text}' names '{kind}' twice")
+            sys.exit(f"{prog}: --recipe '{text}' names '{kind}' twice")
         if kind not in kinds:
-            sys.exit(f"recipe_study: no run of kind '{kind}' in the pool (kinds: {', '.join(sorted(kinds))})")
+            sys.exit(f"{prog}: no run of kind '{kind}' in the pool (kinds: {', '.join(sorted(kinds))})")
         if int(count) > len(kinds[kind]):
-            sys.exit(f"recipe_study: --recipe '{text}' wants {count} '{kind}' runs, the pool has "
+            sys.exit(f"{prog}: --recipe '{text}' wants {count} '{kind}' runs, the pool has "
                      f"{len(kinds[kind])}")
         recipe[kind] = int(count)
     return recipe

@@ -27,10 +27,10 @@ from tunecast_train import data, features, models, search  # noqa: E402
 MODEL_ARGS = ("emb", "units", "hidden", "filters", "dropout", "layers", "heads")
 
 
-def load_run(run):
+def load_run(run, prog="study_ensemble"):
     path = os.path.join(run, "model.pt")
     if not os.path.exists(path):
-        sys.exit(f"study_ensemble: {path} not found (train.py writes it next to metrics.json)")
+        sys.exit(f"{prog}: {path} not found (train.py writes it next to metrics.json)")
     if "numpy._core" not in sys.modules and not hasattr(np, "_core"):
         # runs trained under NumPy 2 (the device) pickle its module paths; NumPy 1 (Debian 12) reads them
         sys.modules["numpy._core"], sys.modules["numpy._core.multiarray"] = np.core, np.core.multiarray
