@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Sequence-level ensembles of runs that decode in different orders, on one split, in PyTorch.
+"""Whole-vector ensembles of runs that decode in different orders, on one split, in PyTorch.
 
 The shipped ensembles average the members' next-token distributions step by step, which only works
 for members that emit the parameters in the same order. A mixture over whole vectors has no such
@@ -8,10 +8,13 @@ order, train.py --param-order), so members of any order can vote. This study mea
 
 1. every run of the pool searches each problem (beam --width, training's masked search, no validity
    rules) and the candidates of all runs are pooled per problem;
-2. every run scores every pooled candidate (log p of the whole vector, end token included);
+2. every run scores every pooled candidate (log p of the whole vector, end token included); scored
+   whole, a run's own candidates must keep the order its search gave them, or the tool stops (a
+   decode order mishandled);
 3. for each recipe ("mlp=2,mlp@041235=1": KIND=COUNT, the kind of a run being its model, followed by
-   @ and its decode order if it has one) --draws member sets are drawn (tools/recipe_study.py's
-   draws), and each draw ranks the union of its own members' candidates by
+   @ and its decode order if it has one, digits joined, or by "-" where a position is 10 or more)
+   --draws member sets are drawn (tools/recipe_study.py's draws), and each draw ranks the union of
+   its own members' candidates by
      mixture: log of the mean of the members' probabilities of the vector, or
      product: the mean of their log-probabilities (the geometric mean);
    for a draw whose members share one order, --step also runs the shipped combination (the mean of
@@ -24,9 +27,9 @@ step 1 fast for a large pool.
       --recipe mlp=2,mlp@041235=1 [--draws 12] [--seed 0] [--width 100] [--step] [--split val] \\
       [--data .device/data] [--device cpu] [--max-problems N]
 prints one line per recipe and combination (mean and sd over draws of p@1 + p@10, the mean over
-groups of each p@k, and gfx900 FP32's p@k) and writes DIR/mixtures.json and DIR/mixtures.png. Runs need model.pt
-(train.py writes it); they must share solver, split seed, archs and precisions, and their
-vocabularies must hold the same values (orders may differ).
+groups of each p@k, and gfx900 FP32's p@k) and writes DIR/mixtures.json and DIR/mixtures.png.
+Runs need model.pt (train.py writes it); they must share solver, split seed, archs and precisions,
+and their vocabularies must hold the same values (orders may differ).
 """
 import argparse
 import hashlib
@@ -52,7 +55,9 @@ KS = (1, 10, 30, 50, 100)
 
 def kind_of(args):
     order = args.get("param_order")
-    return args["model"] + ("@" + "".join(str(q) for q in order) if order else "")
+    if not order:
+        return args["model"]
+    return args["model"] + "@" + ("" if max(order) < 10 else "-").join(str(q) for q in order)
 
 
 def in_solver_order(values, order):
