@@ -46,7 +46,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from tunecast_train import data, search  # noqa: E402
+from tunecast_train import data, metrics, search  # noqa: E402
 from study_ensemble import Ensemble, load_run  # noqa: E402
 from recipe_study import draws_of, mean_sd, parse_recipe  # noqa: E402
 
@@ -72,8 +72,9 @@ def in_solver_order(values, order):
 
 @torch.no_grad()
 def vector_logp(model, X, vocab, problem_of, vectors, batch=16384):
-    """log p of each solver-ordered vector under `model`: its tokens fed in the run's decode order,
-    scored as the search scores a finished hypothesis. -inf for a value the run never learned."""
+    """log p of each solver-ordered vector under `model`: its tokens fed in the run's decode order by
+    the model's teacher forcing, scored as the search scores a finished hypothesis (every step's
+    token, then the end token). -inf for a value the run never learned."""
     tokens = torch.tensor([vocab.encode(vocab.to_decode_order(v)) for v in vectors], dtype=torch.long)
     unknown = (tokens < 0).any(1)
     tokens = tokens.clamp(min=0).to(X.device)
@@ -81,15 +82,10 @@ def vector_logp(model, X, vocab, problem_of, vectors, batch=16384):
     out = torch.empty(len(tokens))
     for s in range(0, len(tokens), batch):
         t = tokens[s:s + batch]
-        states, mem = model.encode(X[problem_of[s:s + batch]])
-        prev = torch.zeros(len(t), dtype=torch.long, device=X.device)
-        total = torch.zeros(len(t), device=X.device)
-        for p in range(t.shape[1]):
-            logits, states = model.step(prev, states, mem)
-            total += torch.log_softmax(logits.float(), -1).gather(1, t[:, p:p + 1]).squeeze(1)
-            prev = t[:, p]
-        logits, _ = model.step(prev, states, mem)
-        out[s:s + len(t)] = (total + torch.log_softmax(logits.float(), -1)[:, 0]).cpu()
+        start_end = torch.zeros(len(t), 1, dtype=torch.long, device=X.device)  # token 0 starts and ends
+        logits = model.teacher(X[problem_of[s:s + batch]], torch.cat([start_end, t], 1))
+        logp = torch.log_softmax(logits.float(), -1)
+        out[s:s + len(t)] = logp.gather(2, torch.cat([t, start_end], 1).unsqueeze(2)).sum((1, 2)).cpu()
     out[unknown] = -math.inf
     return out
 
@@ -144,7 +140,9 @@ def search_and_score(runs, loaded, groups, width, device):
 
 
 def perfect(ranked, targets, ks):
-    return {k: 100.0 * sum(t in r[:k] for r, t in zip(ranked, targets)) / len(targets) for k in ks}
+    """{k: perfect@k} of candidate lists, best first (metrics.score's figures)."""
+    scored = metrics.score(ranked, targets, ks)
+    return {k: scored[f"perfect@{k}"] for k in ks}
 
 
 def combine(cache, members, how, ks):
@@ -176,9 +174,8 @@ def step_ensemble(loaded, members, groups, width, device, ks):
     return res
 
 
-def summary(groups_result, ks):
-    mean = {k: statistics.mean(r[k] for r in groups_result.values()) for k in ks}
-    return mean[1] + mean[10], mean
+def mean_over_groups(groups_result, ks):
+    return {k: statistics.mean(r[k] for r in groups_result.values()) for k in ks}
 
 
 def main():
@@ -252,11 +249,11 @@ def main():
                 idx = [at[m] for m in members]
                 res = (step_ensemble(loaded, idx, groups, args.width, args.device, ks) if how == "step"
                        else combine(scored, idx, how, ks))
-                per_draw.append({"members": members, "groups": {f"{a}/{p}": r for (a, p), r in res.items()}})
-            crit = [summary(d["groups"], ks)[0] for d in per_draw]
+                per_draw.append({"members": members, "groups": {f"{a}/{p}": r for (a, p), r in res.items()},
+                                 "perfect": mean_over_groups(res, ks)})
             entry["combinations"][how] = {
-                "score": mean_sd(crit),
-                "perfect": {k: statistics.mean(summary(d["groups"], ks)[1][k] for d in per_draw) for k in ks},
+                "score": mean_sd([d["perfect"][1] + d["perfect"][10] for d in per_draw]),
+                "perfect": {k: statistics.mean(d["perfect"][k] for d in per_draw) for k in ks},
                 "gfx900/FP32": {k: statistics.mean(d["groups"]["gfx900/FP32"][k] for d in per_draw)
                                 for k in ks} if "gfx900/FP32" in per_draw[0]["groups"] else None,
                 "draws": per_draw}
