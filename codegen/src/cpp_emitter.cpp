@@ -720,9 +720,9 @@ class Emitter {
       }
       w.line("    alignas(64) float %s[%zu];  // per-layer temporaries", names.temp.c_str(), names.temp_floats);
     }
-    w.line("    tunecast::search::Hypothesis hyps[kMaxBeam];");
-    w.line("    tunecast::search::Hypothesis next_hyps[kMaxBeam];");
-    w.line("    tunecast::search::Expansion top[kMaxBeam];");
+    w.line("    tunecast::beam::Hypothesis hyps[kMaxBeam];");
+    w.line("    tunecast::beam::Hypothesis next_hyps[kMaxBeam];");
+    w.line("    tunecast::beam::Expansion top[kMaxBeam];");
     w.line("    int32_t order[kTokenCount];");
     w.line("  };");
     w.line("  static constexpr size_t kScratchBytes = sizeof(Scratch);");
@@ -1298,9 +1298,9 @@ class Emitter {
       }
     }
     w.line("  Decoder decoder(s);");
-    w.line("  return tunecast::search::beam_search(");
+    w.line("  return tunecast::beam::beam_search(");
     w.line("      decoder, problem, options,");
-    w.line("      tunecast::search::Workspace{s.hyps, s.next_hyps, s.top, s.order}, out, capacity, info);");
+    w.line("      tunecast::beam::Workspace{s.hyps, s.next_hyps, s.top, s.order}, out, capacity, info);");
     w.line("}");
     w.blank();
     if (!features_.empty()) {
@@ -1324,7 +1324,7 @@ class Emitter {
     w.line("  tunecast::PredictInfo local;");
     w.line("  if (info == nullptr) info = &local;");
     w.line("  *info = tunecast::PredictInfo();");
-    w.line("  TUNECAST_RETURN_IF_ERROR(tunecast::search::check_beam(options, capacity, kMaxBeam));");
+    w.line("  TUNECAST_RETURN_IF_ERROR(tunecast::beam::check_beam(options, capacity, kMaxBeam));");
     w.line("  TUNECAST_RETURN_IF_ERROR(encode_problem(problem, scratch->features, kFeatureRows * kFeatureCols,");
     w.line("                                          &info->out_of_range_fields));");
     w.line("  const uint32_t out_of_range = info->out_of_range_fields;");
@@ -1350,7 +1350,7 @@ class Emitter {
     w.line("  tunecast::PredictInfo local;");
     w.line("  if (info == nullptr) info = &local;");
     w.line("  *info = tunecast::PredictInfo();");
-    w.line("  TUNECAST_RETURN_IF_ERROR(tunecast::search::check_beam(options, capacity, kMaxBeam));");
+    w.line("  TUNECAST_RETURN_IF_ERROR(tunecast::beam::check_beam(options, capacity, kMaxBeam));");
     w.line("  if (feature_count != size_t{kFeatureRows} * kFeatureCols) {");
     w.line("    return tunecast::Status::error(tunecast::StatusCode::kInvalidArgument,");
     w.line("                                   \"the encoder reads %%d x %%d features, %%zu were given\", kFeatureRows,");

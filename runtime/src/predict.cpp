@@ -21,8 +21,8 @@ constexpr size_t kAlign = 64;
 
 size_t align_bytes(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-using search::Expansion;
-using search::Hypothesis;
+using beam::Expansion;
+using beam::Hypothesis;
 
 // Carves the caller's scratch into typed regions. With no memory (base null) it only counts the
 // bytes the same sequence of take() calls needs.
@@ -100,7 +100,7 @@ Status prepare_beam_search(const Model& model, const PredictOptions& options, in
     return Status::error(StatusCode::kInvalidArgument,
                          "model is not loaded or is not a sequence-to-sequence predictor");
   }
-  TUNECAST_RETURN_IF_ERROR(search::check_beam(options, capacity, kMaxBeamWidth));
+  TUNECAST_RETURN_IF_ERROR(beam::check_beam(options, capacity, kMaxBeamWidth));
   const int beam = options.beam_width;
   if (scratch_size < model.scratch_bytes(beam)) {
     return Status::error(StatusCode::kBufferTooSmall,
@@ -170,9 +170,9 @@ Status beam_search(const Model& model, const float* features, size_t feature_cou
   }
 
   detail::BlobNetwork network(model, dec, &dec_arena);
-  return search::beam_search(network, problem, options,
-                             search::Workspace{layout.hyps, layout.next_hyps, layout.top, layout.order},
-                             out, capacity, info);
+  return beam::beam_search(network, problem, options,
+                           beam::Workspace{layout.hyps, layout.next_hyps, layout.top, layout.order},
+                           out, capacity, info);
 }
 
 }  // namespace

@@ -32,7 +32,7 @@
 #include "tunecast/kernels.h"
 #include "tunecast/predict.h"
 
-namespace tunecast::search {
+namespace tunecast::beam {
 
 struct Hypothesis {
   float score;
@@ -222,4 +222,4 @@ inline Status check_beam(const PredictOptions& options, int capacity, int max_be
   return Status::ok();
 }
 
-}  // namespace tunecast::search
+}  // namespace tunecast::beam
