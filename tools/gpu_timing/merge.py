@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Merge the exhaustive harness's part files into one perf-DB-like SQLite file, and summarize it.
+
+Inputs: part files written by triton_gemm1x1.py (SQLite, optionally .gz). Output (written
+atomically; .xz compresses with xz -9): the layout of a MIOpen perf DB plus the measurements:
+  config    MIOpen's columns, one row per (shape, precision): layout NHWC, data_type FP16/FP32,
+            direction F, spatial_dim 2, in_channels = c, out_channels = k, in_h = h, in_w = w,
+            batchsize = n, 1x1 filter, pad 0, stride 1, dilation 1, bias 0, group_count 1; the
+            depth fields as MIOpen writes them for 2-D problems (in_d 1, fil_d 1, pad_d 0,
+            conv_stride_d 0, dilation_d 0: what every 2-D row of MIOpen's DBs holds, and what
+            tunecast's problem parser defaults to, so keys match);
+  perf_db   (id, solver 'TritonGemm1x1', config, params): the fastest valid config, its values
+            comma-separated in parameter order (block_m,block_n,block_k,group_m,num_warps,num_stages);
+  timings   (config, params, time_us, status): every config of every problem; status 'ok' with
+            time_us = median per-launch microseconds, or 'compile_fail', 'out_of_resources',
+            'wrong_result', 'launch_fail' with time_us NULL;
+  timing_detail (config, params, rel_err, t_check_us, t_min_us, t_max_us, launches, repeats):
+            the check's error and the spread of the timed replays;
+  kernels   per (dtype, N class, K class, params): Triton's compile status, shared memory bytes,
+            registers, spills, compile seconds;
+  meta      (key, value): device, versions, timing method, space, shape rule, coverage.
+With --stats, prints the summary statistics of timings/README.md (markdown) to stdout.
+Runs on the CPU.
+"""
+import argparse
+import gzip
+import lzma
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from triton_gemm1x1 import DTYPES, PARAMS, SOLVER, STATUSES, config_space, params_text  # noqa: E402
+
+CONFIG_DDL = """
+CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT NOT NULL,
+`direction` TEXT NOT NULL,`spatial_dim` INT NOT NULL,`in_channels` INT NOT NULL,`in_h` INT NOT NULL,
+`in_w` INT NOT NULL,`in_d` INT NOT NULL,`fil_h` INT NOT NULL,`fil_w` INT NOT NULL,`fil_d` INT NOT NULL,
+`out_channels` INT NOT NULL, `batchsize` INT NOT NULL,`pad_h` INT NOT NULL,`pad_w` INT NOT NULL,
+`pad_d` INT NOT NULL,`conv_stride_h` INT NOT NULL,`conv_stride_w` INT NOT NULL,`conv_stride_d` INT NOT NULL,
+`dilation_h` INT NOT NULL,`dilation_w` INT NOT NULL,`dilation_d` INT NOT NULL,`bias` INT NOT NULL,
+`group_count` INT NOT NULL);
+CREATE TABLE `perf_db` (`id` INTEGER PRIMARY KEY ASC,`solver` TEXT NOT NULL,`config` INTEGER NOT NULL,
+`params` TEXT NOT NULL);
+CREATE UNIQUE INDEX `idx_config` ON config( layout,data_type,direction,spatial_dim,in_channels,in_h,in_w,in_d,
+fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,
+dilation_w,dilation_d,bias,group_count );
+CREATE UNIQUE INDEX `idx_perf_db` ON perf_db(solver, config);
+CREATE TABLE timings (config INTEGER NOT NULL, params TEXT NOT NULL, time_us REAL, status TEXT NOT NULL);
+CREATE INDEX idx_timings ON timings(config);
+CREATE TABLE timing_detail (config INTEGER NOT NULL, params TEXT NOT NULL, rel_err REAL, t_check_us REAL,
+t_min_us REAL, t_max_us REAL, launches INTEGER, repeats INTEGER);
+CREATE TABLE kernels (dtype TEXT, n_class TEXT, k_class TEXT, params TEXT, status TEXT, shared INTEGER,
+n_regs INTEGER, n_spills INTEGER, compile_s REAL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+SHAPE_RULE = ("shapes.py: distinct (n, c, k, h, w) of forward 2-D 1x1 convolutions with stride 1, pad 0, "
+              "dilation 1, group 1 (any layout and data type) in ../shared/data/miopen/perfdb/*.db; kept those "
+              "with M*N*K <= 2^29 (M = n*h*w, N = k, K = c); ordered by sha256('n,c,k,h,w'); first 352 "
+              "(tools/gpu_timing/shapes.csv)")
+
+
+def open_part(path, tmpdir):
+    if path.endswith(".gz"):
+        plain = os.path.join(tmpdir, os.path.basename(path)[:-3])
+        with gzip.open(path, "rb") as fi, open(plain, "wb") as fo:
+            shutil.copyfileobj(fi, fo, 1 << 20)
+        path = plain
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"meta", "kernels", "pairs", "results"} <= tables:
+        raise SystemExit(f"merge.py: {path} is not a triton_gemm1x1.py part file (tables {sorted(tables)})")
+    return con
+
+
+def merge(parts, out_path, extra_meta):
+    space = config_space()
+    texts = [params_text(c) for c in space]
+    tmpdir = tempfile.mkdtemp(prefix="merge_gemm1x1_")
+    try:
+        cons = [open_part(p, tmpdir) for p in parts]
+        meta = {}
+        for con in cons:
+            for k, v in con.execute("SELECT key, value FROM meta"):
+                if k not in meta:
+                    meta[k] = v
+                elif v not in meta[k].split(" | ") and k in ("pairs_done", "pairs_left", "stopped", "finished",
+                                                              "timing_seconds", "started", "shapes_range"):
+                    meta[k] = meta[k] + " | " + v
+        pairs = {}
+        for ci, con in enumerate(cons):
+            for row in con.execute("SELECT shape_idx, n, c, k, h, w, dtype FROM pairs"):
+                key = (row[0], row[6])
+                if key in pairs:
+                    print(f"merge.py: warning: pair {key} in two parts; keeping the first", file=sys.stderr)
+                    continue
+                pairs[key] = (ci, row[1:6])
+        kernels = {}
+        for con in cons:
+            for row in con.execute("SELECT dtype, n_class, k_class, params, status, shared, n_regs, n_spills, "
+                                   "compile_s FROM kernels"):
+                kernels.setdefault(row[:4], row)
+
+        folder = os.path.dirname(os.path.abspath(out_path))
+        fd, db_path = tempfile.mkstemp(prefix=".merge.", suffix=".db", dir=tmpdir)
+        os.close(fd)
+        os.unlink(db_path)
+        out = sqlite3.connect(db_path)
+        out.executescript(CONFIG_DDL)
+        order = sorted(pairs, key=lambda kk: (kk[0], DTYPES.index(kk[1])))
+        n_rows = 0
+        for config_id, (idx, dtype) in enumerate(order, 1):
+            ci, (n, c, k, h, w) = pairs[(idx, dtype)]
+            out.execute("INSERT INTO config VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (config_id, "NHWC", dtype, "F", 2, c, h, w, 1, 1, 1, 1, k, n, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0, 1))
+            rows = cons[ci].execute(
+                "SELECT cfg, status, time_ns, rel_err_ppb, t_check_ns, t_min_ns, t_max_ns, batch, repeats "
+                "FROM results WHERE shape_idx = ? AND dtype = ? ORDER BY cfg", (idx, dtype)).fetchall()
+            if len(rows) != len(space):
+                raise SystemExit(f"merge.py: pair {idx}:{dtype} has {len(rows)} results, expected {len(space)}")
+            best = None
+
+            def us(v):
+                return None if v is None else v / 1000.0
+            for cfg, st, t_ns, ppb, tc, tmin, tmax, b, r in rows:
+                if st not in STATUSES:
+                    raise SystemExit(f"merge.py: unknown status {st!r}")
+                t = us(t_ns) if st == "ok" else None
+                out.execute("INSERT INTO timings VALUES (?,?,?,?)", (config_id, texts[cfg], t, st))
+                out.execute("INSERT INTO timing_detail VALUES (?,?,?,?,?,?,?,?)",
+                            (config_id, texts[cfg], None if ppb is None else ppb / 1e9, us(tc), us(tmin), us(tmax),
+                             b or None, r or None))
+                if t is not None and (best is None or t < best[0]):
+                    best = (t, texts[cfg])
+                n_rows += 1
+            if best is not None:
+                out.execute("INSERT INTO perf_db (solver, config, params) VALUES (?,?,?)",
+                            (SOLVER, config_id, best[1]))
+        out.executemany("INSERT INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", sorted(kernels.values()))
+        shapes_done = {}
+        for idx, d in pairs:
+            shapes_done.setdefault(idx, set()).add(d)
+        meta.update({
+            "solver": SOLVER, "params": ",".join(PARAMS), "shape_selection": SHAPE_RULE,
+            "problems": str(len(order)),
+            "problems_fp16": str(sum(1 for _, d in order if d == "FP16")),
+            "problems_fp32": str(sum(1 for _, d in order if d == "FP32")),
+            "shapes_both_precisions": str(sum(1 for v in shapes_done.values() if len(v) == 2)),
+            "timings_rows": str(n_rows),
+            "merged_from": " ".join(os.path.basename(p) for p in parts),
+        })
+        meta.update(extra_meta)
+        out.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(meta.items()))
+        out.commit()
+        out.execute("VACUUM")
+        out.close()
+        fd, tmp = tempfile.mkstemp(prefix=".merge.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        try:
+            if out_path.endswith(".xz"):
+                with open(db_path, "rb") as fi, lzma.open(tmp, "wb", preset=9 | lzma.PRESET_EXTREME) as fo:
+                    shutil.copyfileobj(fi, fo, 1 << 20)
+            else:
+                shutil.copyfile(db_path, tmp)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, out_path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        print(f"merge.py: {len(order)} problems ({meta['problems_fp16']} FP16, {meta['problems_fp32']} FP32; "
+              f"{meta['shapes_both_precisions']} shapes with both), {n_rows} timings -> {out_path} "
+              f"({os.path.getsize(out_path)} bytes)", file=sys.stderr)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def load(path):
+    """Opens a merged file (.db or .db.xz) read-only; returns (connection, temp dir or None)."""
+    if path.endswith(".xz"):
+        tmpdir = tempfile.mkdtemp(prefix="gemm1x1_db_")
+        plain = os.path.join(tmpdir, "timings.db")
+        with lzma.open(path, "rb") as fi, open(plain, "wb") as fo:
+            shutil.copyfileobj(fi, fo, 1 << 20)
+        return sqlite3.connect(plain), tmpdir
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True), None
+
+
+def pct(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+
+
+def stats(path):
+    con, tmpdir = load(path)
+    try:
+        lines = []
+        lines.append("| precision | problems | configs failing (all out_of_resources unless noted) | "
+                     "median config / best: median [min, max] | worst / best: median [min, max] | "
+                     "configs within 2 % of best: median [min, max] | within 5 %: median [min, max] |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for dtype in DTYPES:
+            ids = [r[0] for r in con.execute("SELECT id FROM config WHERE data_type = ? ORDER BY id", (dtype,))]
+            if not ids:
+                continue
+            fail = {}
+            total = 0
+            med_ratio, worst_ratio, w2, w5 = [], [], [], []
+            for cid in ids:
+                rows = con.execute("SELECT time_us, status FROM timings WHERE config = ?", (cid,)).fetchall()
+                total += len(rows)
+                for _, st in rows:
+                    if st != "ok":
+                        fail[st] = fail.get(st, 0) + 1
+                times = sorted(t for t, st in rows if st == "ok")
+                best = times[0]
+                med_ratio.append(statistics.median(times) / best)
+                worst_ratio.append(times[-1] / best)
+                w2.append(sum(1 for t in times if t <= 1.02 * best))
+                w5.append(sum(1 for t in times if t <= 1.05 * best))
+            nfail = sum(fail.values())
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(fail.items()))
+
+            def fmt(v, f="{:.2f}"):
+                return f"{f.format(statistics.median(v))} [{f.format(min(v))}, {f.format(max(v))}]"
+            lines.append(f"| {dtype} | {len(ids)} | {100.0 * nfail / total:.1f} % ({kinds}) | {fmt(med_ratio)} | "
+                         f"{fmt(worst_ratio, '{:.1f}')} | {fmt(w2, '{:.0f}')} | {fmt(w5, '{:.0f}')} |")
+        # noise: spread of the timed replays of full measurements
+        spreads = [(tmax - tmin) / t for t, tmin, tmax in con.execute(
+            "SELECT t.time_us, d.t_min_us, d.t_max_us FROM timings t JOIN timing_detail d "
+            "ON t.config = d.config AND t.params = d.params WHERE t.status = 'ok' AND d.launches = 10")]
+        lines.append("")
+        lines.append(f"Spread (max - min) / median of the 5 timed replays, full measurements: median "
+                     f"{100 * statistics.median(spreads):.2f} %, 90th percentile {100 * pct(spreads, 0.9):.2f} %, "
+                     f"{len(spreads)} measurements.")
+        full = con.execute("SELECT COUNT(*) FROM timing_detail WHERE launches = 10").fetchone()[0]
+        short = con.execute("SELECT COUNT(*) FROM timing_detail WHERE launches = 2").fetchone()[0]
+        lines.append(f"Measurements: {full} full (graph of 10 launches, 5 replays), {short} short (graph of 2, "
+                     f"3 replays; checking launch > 2x the pair's fastest).")
+        bests = {}
+        for (params,) in con.execute("SELECT params FROM perf_db"):
+            bests[params] = bests.get(params, 0) + 1
+        top = sorted(bests.items(), key=lambda kv: -kv[1])[:5]
+        lines.append(f"Distinct fastest configs: {len(bests)} over "
+                     f"{con.execute('SELECT COUNT(*) FROM perf_db').fetchone()[0]} problems; most frequent: "
+                     + ", ".join(f"{p} ({n})" for p, n in top) + ".")
+        return "\n".join(lines)
+    finally:
+        con.close()
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parts", nargs="*", help="part files of triton_gemm1x1.py (.db or .db.gz)")
+    ap.add_argument("-o", "--output", help="merged file (.db, or .db.xz to compress)")
+    ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE added to the meta table (repeatable)")
+    ap.add_argument("--stats", metavar="DB", help="print summary statistics of a merged file (.db or .db.xz)")
+    args = ap.parse_args(argv)
+    if not args.parts and not args.stats:
+        ap.error("give part files and -o, or --stats DB")
+    if args.parts:
+        if not args.output:
+            ap.error("-o/--output is required with part files")
+        for p in args.parts:
+            if not os.path.exists(p):
+                ap.error(f"{p}: no such file")
+        extra = {}
+        for kv in args.meta:
+            if "=" not in kv:
+                ap.error(f"--meta {kv!r}: expected KEY=VALUE")
+            k, v = kv.split("=", 1)
+            extra[k] = v
+        merge(args.parts, args.output, extra)
+    if args.stats:
+        print(stats(args.stats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Select the 1x1-convolution problem shapes that the exhaustive Triton timing run covers.
+
+Reads MIOpen perf DBs (SQLite, table `config`) and keeps the distinct forward 2-D 1x1
+convolutions with stride 1, pad 0, dilation 1 and group 1, of any layout and data type, as
+(n, c, k, h, w). The timed kernel is the GEMM Y[M,N] = X[M,K] @ W[K,N] with M = n*h*w, N = k,
+K = c.
+
+Selection rule (deterministic, documented in timings/README.md):
+  1. candidates: the distinct (n, c, k, h, w) above, over every *.db in the perf-DB folder;
+  2. keep those with M*N*K <= --max-mnk (default 2^29), so that the slowest of the 576 configs
+     stays timeable within the device budget;
+  3. order them by sha256("n,c,k,h,w") (hex digest, ascending) and keep the first --count
+     (default 352); any prefix of the list is a uniform sample of step 2.
+
+Writes CSV (header n,c,k,h,w,m,mnk,sha) atomically. Runs on the CPU; needs no GPU.
+"""
+import argparse
+import glob
+import hashlib
+import os
+import sqlite3
+import sys
+import tempfile
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+DEFAULT_DATA = os.environ.get("TUNECAST_DATA_DIR") or os.path.join(REPO, "..", "shared", "data")
+
+QUERY = ("SELECT batchsize, in_channels, out_channels, in_h, in_w FROM config "
+         "WHERE direction = 'F' AND spatial_dim = 2 AND fil_h = 1 AND fil_w = 1 "
+         "AND pad_h = 0 AND pad_w = 0 AND conv_stride_h = 1 AND conv_stride_w = 1 "
+         "AND dilation_h = 1 AND dilation_w = 1 AND group_count = 1")
+
+
+def shape_hash(shape):
+    return hashlib.sha256(",".join(str(v) for v in shape).encode()).hexdigest()
+
+
+def candidates(perfdb_dir):
+    paths = sorted(glob.glob(os.path.join(perfdb_dir, "*.db")))
+    if not paths:
+        raise SystemExit(f"shapes.py: no perf DB (*.db) in {perfdb_dir} "
+                         "(set TUNECAST_DATA_DIR or pass --perfdb-dir)")
+    found = set()
+    for path in paths:
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            rows = con.execute(QUERY).fetchall()
+            con.close()
+        except sqlite3.Error as e:
+            raise SystemExit(f"shapes.py: cannot read {path}: {e}")
+        print(f"shapes.py: {os.path.basename(path)}: {len(rows)} forward 1x1 stride-1 rows",
+              file=sys.stderr)
+        found.update(tuple(int(v) for v in r) for r in rows)
+    return paths, found
+
+
+def select(found, max_mnk, count):
+    kept = [s for s in found if s[0] * s[3] * s[4] * s[1] * s[2] <= max_mnk]
+    kept.sort(key=shape_hash)
+    return kept, kept[:count]
+
+
+def write_csv_atomic(path, shapes):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".shapes.", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("n,c,k,h,w,m,mnk,sha\n")
+            for n, c, k, h, w in shapes:
+                m = n * h * w
+                f.write(f"{n},{c},{k},{h},{w},{m},{m * k * c},{shape_hash((n, c, k, h, w))[:16]}\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def read_shapes(path):
+    """The harness's reader: list of (n, c, k, h, w) in file order."""
+    out = []
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        if header[:5] != ["n", "c", "k", "h", "w"]:
+            raise ValueError(f"{path}: expected a header starting n,c,k,h,w, got {header}")
+        for line_no, line in enumerate(f, 2):
+            line = line.strip()
+            if not line:
+                continue
+            vals = line.split(",")
+            try:
+                shape = tuple(int(v) for v in vals[:5])
+            except ValueError:
+                raise ValueError(f"{path}:{line_no}: not integers: {line}")
+            if len(shape) != 5 or min(shape) < 1:
+                raise ValueError(f"{path}:{line_no}: need 5 positive integers: {line}")
+            out.append(shape)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--perfdb-dir", default=os.path.join(DEFAULT_DATA, "miopen", "perfdb"),
+                    help="folder of MIOpen perf DBs (default: $TUNECAST_DATA_DIR/miopen/perfdb, "
+                         "else ../shared/data/miopen/perfdb beside the checkout)")
+    ap.add_argument("--max-mnk", type=int, default=2 ** 29, help="keep shapes with M*N*K <= this (default 2^29)")
+    ap.add_argument("--count", type=int, default=352, help="how many shapes to keep (default 352)")
+    ap.add_argument("-o", "--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.csv"),
+                    help="output CSV (default tools/gpu_timing/shapes.csv)")
+    args = ap.parse_args(argv)
+    if args.count < 1 or args.max_mnk < 1:
+        ap.error("--count and --max-mnk must be positive")
+    paths, found = candidates(args.perfdb_dir)
+    eligible, kept = select(found, args.max_mnk, args.count)
+    write_csv_atomic(args.output, kept)
+    print(f"shapes.py: {len(found)} distinct candidate shapes in {len(paths)} perf DBs; "
+          f"{len(eligible)} with M*N*K <= {args.max_mnk}; kept {len(kept)} -> {args.output}", file=sys.stderr)
+    if len(kept) < args.count:
+        print(f"shapes.py: warning: only {len(kept)} shapes kept, {args.count} asked for", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
