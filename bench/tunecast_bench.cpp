@@ -20,6 +20,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "floors.h"
 #include "generated_hook.h"
 #include "torch_peer.h"
 #include "tunecast/codegen/assemble.h"
@@ -28,6 +29,7 @@
 #include "tunecast/codegen/ir_check.h"
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/predict.h"
+#include "tunecast/simd.h"
 
 // --- heap accounting --------------------------------------------------------------------------
 // Every operator new and every malloc-family call of the process is counted; the benchmark reads
@@ -113,7 +115,17 @@ struct Options {
   std::string data_dir;
   std::vector<std::string> models;
   double seconds = 0.4;  // time budget per figure (full mode)
+  std::vector<SimdLevel> levels;  // --simd; empty: the active level
 };
+
+// One subject's headline figures at one SIMD level, for the side-by-side table at the end.
+struct LevelFigures {
+  std::string subject;
+  SimdLevel level;
+  double greedy_ns = 0, greedy_l2_floor_ns = 0, beam10_ns = 0, beam100_ns = 0, step100_ns = 0,
+         step100_floor_ns = 0;
+};
+std::vector<LevelFigures> g_level_figures;
 
 // The problem a model is timed on: --problem, else a typical one for its solver (the KTN and the
 // 1x1 forward kernels share the first).
@@ -197,132 +209,13 @@ std::string fmt_time(double ns) {
   return s;
 }
 
-// --- this core's FMA throughput ----------------------------------------------------------------
-// Independent multiply-add chains (more than latency x pipes) over the widest vector the build
-// targets; the best of a few tries. Returns fp32 multiply-adds per nanosecond.
-template <int Lanes, int Chains>
-double fma_rate_with(long iterations) {
-  typedef float V __attribute__((vector_size(Lanes * 4)));
-  V acc[Chains];
-  for (int i = 0; i < Chains; ++i) acc[i] = V{} + 0.001f * static_cast<float>(i);
-  V m = V{} + 0.999999f;
-  V a = V{} + 1e-7f;
-  asm volatile("" : "+v"(m), "+v"(a));  // opaque: no constant folding of the chains
-  const auto t0 = Clock::now();
-  for (long it = 0; it < iterations; ++it) {
-    for (int i = 0; i < Chains; ++i) acc[i] = acc[i] * m + a;
+// --- this core's floors: bench/floors.cpp, compiled once per SIMD level --------------------------
+FmaRate measure_floor(bool smoke) {
+  switch (best_simd_level()) {
+    case SimdLevel::kAvx512: return measure_floor_avx512(smoke);
+    case SimdLevel::kAvx2: return measure_floor_avx2(smoke);
+    default: return measure_floor_sse2(smoke);
   }
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-  for (int i = 0; i < Chains; ++i) asm volatile("" : : "v"(acc[i]));
-  return static_cast<double>(iterations) * Chains * Lanes / ns;
-}
-
-struct FmaRate {
-  double per_ns = 0;
-  int lanes = 0;
-  double one_row_per_ns = 0;  // see one_row_rate_with
-  double one_row_bf16_per_ns = 0;  // see one_row_bf16_rate_with
-};
-
-// Timing scaffold of the one-row probes: the best multiply-adds/ns over `passes` calls of
-// `pass`, each doing `macs` multiply-adds.
-template <typename F>
-double best_rate(int passes, double macs, F pass) {
-  double best = 0;
-  for (int i = 0; i < passes; ++i) {
-    const auto t0 = Clock::now();
-    pass();
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-    best = std::max(best, macs / ns);
-  }
-  return best;
-}
-
-// `count` 4-byte words of `storage` from a 64-byte boundary. (A vector type used as a template
-// argument loses its vector attribute, so the probes carve their matrices from plain words.)
-uint32_t* aligned_words(std::vector<uint32_t>* storage, size_t count) {
-  storage->assign(count + 16, 0);
-  const uintptr_t misalignment = reinterpret_cast<uintptr_t>(storage->data()) / 4 % 16;
-  return storage->data() + (16 - misalignment) % 16;
-}
-
-constexpr size_t kProbeDepth = 128, kProbeCols = 512, kProbeReps = 64;
-
-// A one-row product's ceiling: y += x[k] * W[k][..] over a 256 KB matrix (one 128 x 512 LSTM
-// matrix: too big for L1, held in L2), every weight used once per pass, 4 independent panel
-// accumulators as in the runtime's kernel. Greedy decoding is made of such products, so this rate
-// (not the FMA peak) bounds it. Returns fp32 multiply-adds per nanosecond.
-template <int Lanes>
-double one_row_rate_with(int passes) {
-  typedef float V __attribute__((vector_size(Lanes * 4)));
-  constexpr size_t kBlock = 4;  // column vectors per block
-  std::vector<uint32_t> storage;
-  V* const w = reinterpret_cast<V*>(aligned_words(&storage, kProbeDepth * kProbeCols));
-  for (size_t i = 0; i < kProbeDepth * kProbeCols / Lanes; ++i) w[i] = V{} + 1e-3f * static_cast<float>(i % 7);
-  const std::vector<float> x(kProbeDepth, 0.5f);
-  return best_rate(passes, double(kProbeReps) * kProbeDepth * kProbeCols, [&] {
-    for (size_t rep = 0; rep < kProbeReps; ++rep) {
-      for (size_t p = 0; p < kProbeCols / Lanes; p += kBlock) {  // blocks of panels, depth inner
-        V acc[kBlock] = {};
-        const V* wp = w + p * kProbeDepth;
-        for (size_t k = 0; k < kProbeDepth; ++k) {
-          for (size_t b = 0; b < kBlock; ++b) acc[b] += x[k] * wp[b * kProbeDepth + k];
-        }
-        for (size_t b = 0; b < kBlock; ++b) asm volatile("" : : "v"(acc[b]));
-      }
-    }
-  });
-}
-
-// The same product with bf16 weights, two columns per 32-bit word widened by a shift and a mask
-// (no conversion instruction): what 16-bit storage could stream. Not used by the runtime: bf16
-// weights change predictions (docs/benchmarks.md); printed for the record.
-template <int Lanes>
-double one_row_bf16_rate_with(int passes) {
-  typedef float V __attribute__((vector_size(Lanes * 4)));
-  typedef int32_t VI __attribute__((vector_size(Lanes * 4)));
-  constexpr size_t kBlock = 2;  // word vectors per block: 4 column vectors
-  std::vector<uint32_t> storage;
-  VI* const w = reinterpret_cast<VI*>(aligned_words(&storage, kProbeDepth * kProbeCols / 2));
-  for (size_t i = 0; i < kProbeDepth * kProbeCols / 2 / Lanes; ++i) w[i] = VI{} + 0x3c003c00;
-  const std::vector<float> x(kProbeDepth, 0.5f);
-  return best_rate(passes, double(kProbeReps) * kProbeDepth * kProbeCols, [&] {
-    for (size_t rep = 0; rep < kProbeReps; ++rep) {
-      for (size_t p = 0; p < kProbeCols / 2 / Lanes; p += kBlock) {
-        V acc[2 * kBlock] = {};
-        const VI* wp = w + p * kProbeDepth;
-        for (size_t k = 0; k < kProbeDepth; ++k) {
-          for (size_t b = 0; b < kBlock; ++b) {
-            const VI v = wp[b * kProbeDepth + k];
-            acc[2 * b] += x[k] * (V)(v << 16);
-            acc[2 * b + 1] += x[k] * (V)(v & static_cast<int32_t>(0xffff0000u));
-          }
-        }
-        for (size_t b = 0; b < 2 * kBlock; ++b) asm volatile("" : : "v"(acc[b]));
-      }
-    }
-  });
-}
-
-FmaRate measure_fma(bool smoke) {
-  const long iterations = smoke ? 200000 : 4000000;
-  FmaRate best;
-  for (int rep = 0; rep < (smoke ? 1 : 5); ++rep) {
-#if defined(__AVX512F__)
-    const double r16 = fma_rate_with<16, 12>(iterations);
-    if (r16 > best.per_ns) best = {r16, 16};
-#endif
-    const double r8 = fma_rate_with<8, 12>(iterations);
-    if (r8 > best.per_ns) best = {r8, 8};
-  }
-#if defined(__AVX512F__)
-  best.one_row_per_ns = one_row_rate_with<16>(smoke ? 2 : 20);
-  best.one_row_bf16_per_ns = one_row_bf16_rate_with<16>(smoke ? 2 : 20);
-#else
-  best.one_row_per_ns = one_row_rate_with<8>(smoke ? 2 : 20);
-  best.one_row_bf16_per_ns = one_row_bf16_rate_with<8>(smoke ? 2 : 20);
-#endif
-  return best;
 }
 
 // --- subjects ---------------------------------------------------------------------------------
@@ -680,7 +573,7 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     return (static_cast<double>(enc.multiply_adds_fixed) + dec_macs(1) +
             (model.parameter_count() - 1) * dec_macs(k)) * mac_ns;
   };
-  Timing beam100;
+  Timing beam100, beam10;
   for (int k : {1, 10, 30, 100, 128}) {
     Status st = run_predict(k, true);
     const int candidates = info.candidates;
@@ -693,7 +586,18 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     row(label, t, floor, extra);
     if (!st) failures->fail("beam search failed");
     if (k == 100) beam100 = t;
+    if (k == 10) beam10 = t;
   }
+  LevelFigures figures;
+  figures.subject = s.name;
+  figures.level = simd_level();
+  figures.greedy_ns = greedy.cpu_median_ns;
+  figures.greedy_l2_floor_ns = greedy_stream_floor;
+  figures.beam10_ns = beam10.cpu_median_ns;
+  figures.beam100_ns = beam100.cpu_median_ns;
+  figures.step100_ns = step100.cpu_median_ns;
+  figures.step100_floor_ns = step100_floor;
+  g_level_figures.push_back(figures);
   std::printf("  arithmetic: greedy %llu multiply-adds (encoder %llu, decoder step %llu + %llu per beam)\n",
               static_cast<unsigned long long>(greedy_macs),
               static_cast<unsigned long long>(enc.multiply_adds_fixed),
@@ -873,9 +777,9 @@ void print_code_size() {
   long runtime_text = 0, runtime_loaded = 0, probe_text = 0, probe_loaded = 0;
   std::printf("\n== code size (size -A: .text sections; size -t: text column)\n");
   if (size_of(TUNECAST_RUNTIME_ARCHIVE, &runtime_text, &runtime_loaded)) {
-    std::printf("  runtime library, all objects: .text %ld bytes (%.1f KB)  goal < 64 KB: %s;"
-                " with read-only data and unwind tables %ld bytes\n",
-                runtime_text, runtime_text / 1024.0, runtime_text < 64 * 1024 ? "met" : "NOT met",
+    std::printf("  runtime library, all objects (every SIMD level): .text %ld bytes (%.1f KB)  goal < 128 KB:"
+                " %s; with read-only data and unwind tables %ld bytes\n",
+                runtime_text, runtime_text / 1024.0, runtime_text < 128 * 1024 ? "met" : "NOT met",
                 runtime_loaded);
   } else {
     std::printf("  runtime library: `size` unavailable\n");
@@ -887,15 +791,42 @@ void print_code_size() {
   }
 }
 
+// Each subject's headline figures at every level run, and the ratio to the fastest level.
+void print_levels() {
+  if (g_level_figures.empty()) return;
+  std::printf("\n== SIMD levels side by side (medians; x = time / the fastest level's)\n");
+  std::printf("  %-34s %-7s %20s %20s %20s %20s\n", "subject", "level", "greedy", "greedy / L2 floor",
+              "beam 10", "beam 100");
+  for (const LevelFigures& f : g_level_figures) {
+    double best_greedy = 1e300, best10 = 1e300, best100 = 1e300;
+    for (const LevelFigures& g : g_level_figures) {
+      if (g.subject != f.subject) continue;
+      best_greedy = std::min(best_greedy, g.greedy_ns);
+      best10 = std::min(best10, g.beam10_ns);
+      best100 = std::min(best100, g.beam100_ns);
+    }
+    char greedy[40], floor[40], b10[40], b100[40];
+    std::snprintf(greedy, sizeof greedy, "%s x%.2f", fmt_time(f.greedy_ns).c_str(), f.greedy_ns / best_greedy);
+    std::snprintf(floor, sizeof floor, "x%.2f", f.greedy_ns / f.greedy_l2_floor_ns);
+    std::snprintf(b10, sizeof b10, "%s x%.2f", fmt_time(f.beam10_ns).c_str(), f.beam10_ns / best10);
+    std::snprintf(b100, sizeof b100, "%s x%.2f", fmt_time(f.beam100_ns).c_str(), f.beam100_ns / best100);
+    std::printf("  %-34.34s %-7s %20s %20s %20s %20s\n", f.subject.c_str(), simd_level_name(f.level),
+                greedy, floor, b10, b100);
+  }
+}
+
 int usage() {
   std::printf(
       "usage: tunecast_bench [--smoke] [--no-torch] [--no-ktn] [--data DIR] [--problem FIELDS]\n"
-      "                      [--seconds S] [MODEL.tcm ...]\n\n"
+      "                      [--seconds S] [--simd LEVELS] [MODEL.tcm ...]\n\n"
       "Times blob load, greedy and beam-search prediction (k = 1, 10, 30, 100, 128), decoder steps,\n"
       "memory and heap use of the runtime on MIOpen's gfx908 ConvAsm1x1U KTN (imported from DIR,\n"
       "default $TUNECAST_DATA_DIR or the checkout's ../shared/data), on every shipped predictor this\n"
       "build compiled (build/weights/*.tcm) and\n"
       "on each MODEL.tcm given; compares with this core's FMA floor and libtorch (one thread).\n"
+      "--simd sse2,avx2,avx512 (or all: every level this CPU runs) repeats the report at each SIMD\n"
+      "level and ends with a side-by-side table; default: the level the runtime picks (TUNECAST_SIMD\n"
+      "or the best). Floors are always the best level's.\n"
       "--smoke runs each figure once (CI): exit status 1 if predict touches the heap or anything\n"
       "fails, never because of a time.\n");
   return 0;
@@ -925,6 +856,27 @@ int main(int argc, char** argv) {
     else if (a == "--data") o.data_dir = value();
     else if (a == "--problem") o.problem = value();
     else if (a == "--seconds") o.seconds = std::atof(value().c_str());
+    else if (a == "--simd") {
+      const std::string list = value();
+      if (list == "all") {
+        for (SimdLevel l : {SimdLevel::kSse2, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+          if (simd_level_supported(l)) o.levels.push_back(l);
+        }
+        continue;
+      }
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        SimdLevel level;
+        Status st = parse_simd_level(list.substr(start, comma - start).c_str(), &level);
+        if (!st) {
+          std::fprintf(stderr, "tunecast_bench: --simd: %s\n", st.message());
+          return 2;
+        }
+        o.levels.push_back(level);
+        start = comma + 1;
+      }
+    }
     else if (a == "--help" || a == "-h") return usage();
     else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "tunecast_bench: unknown option '%s' (try --help)\n", a.c_str());
@@ -932,15 +884,15 @@ int main(int argc, char** argv) {
     } else o.models.push_back(a);
   }
 
-  const FmaRate fma = measure_fma(o.smoke);
-  std::printf("tunecast_bench%s: %s build, %s\n", o.smoke ? " --smoke" : "",
-#if defined(__AVX512F__)
-              "AVX-512",
-#elif defined(__AVX2__)
-              "AVX2",
-#else
-              "baseline SIMD",
-#endif
+  Status env_status = apply_simd_environment();
+  if (!env_status) {
+    std::fprintf(stderr, "tunecast_bench: %s\n", env_status.message());
+    return 2;
+  }
+  const FmaRate fma = measure_floor(o.smoke);
+  std::printf("tunecast_bench%s: kernels at SIMD level %s (best on this CPU: %s), %s\n",
+              o.smoke ? " --smoke" : "", simd_level_name(simd_level()),
+              simd_level_name(best_simd_level()),
               o.torch ? torch_description().c_str() : "libtorch off");
   std::printf("FMA peak: %.1f fp32 multiply-adds/ns (%d-lane vectors; = %.1f per cycle at 3.6 GHz)\n",
               fma.per_ns, fma.lanes, fma.per_ns / 3.6);
@@ -985,12 +937,23 @@ int main(int argc, char** argv) {
     }
   }
 
-  KtnFigures ktn;
-  for (size_t i = 0; i < subjects.size(); ++i) {
-    const bool is_ktn = o.ktn && i == 0 && subjects[i].have_ir;
-    report(o, fma, subjects[i], &failures, is_ktn ? &ktn : nullptr);
+  if (o.levels.empty()) o.levels.push_back(simd_level());
+  for (SimdLevel level : o.levels) {
+    Status st = set_simd_level(level);
+    if (!st) {
+      std::printf("\n== SIMD level %s: skipped (%s)\n", simd_level_name(level), st.message());
+      continue;
+    }
+    std::printf("\n######## SIMD level %s (of %s on this CPU) ########\n", simd_level_name(level),
+                simd_level_name(best_simd_level()));
+    KtnFigures ktn;
+    for (size_t i = 0; i < subjects.size(); ++i) {
+      const bool is_ktn = o.ktn && i == 0 && subjects[i].have_ir;
+      report(o, fma, subjects[i], &failures, is_ktn ? &ktn : nullptr);
+    }
+    if (ktn.have) print_goals(ktn);
   }
-  if (ktn.have) print_goals(ktn);
+  print_levels();
   print_code_size();
   for (Subject& s : subjects) {
     if (s.temp_file) unlink(s.blob_path.c_str());

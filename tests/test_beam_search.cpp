@@ -17,7 +17,8 @@
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
 #include "tunecast/codegen/rules_compiler.h"
-#include "tunecast/kernels.h"
+#include "tunecast/kernel_types.h"
+#include "tunecast/layers.h"
 #include "tunecast/predict.h"
 
 namespace {
@@ -41,7 +42,7 @@ std::array<std::array<float, kTokens>, kTokens> transition_log_probs() {
   std::array<std::array<float, kTokens>, kTokens> lp;
   for (int i = 0; i < kTokens; ++i) {
     std::copy(kTransitions[i], kTransitions[i] + kTokens, lp[i].begin());
-    tunecast::kernels::log_softmax(lp[i].data(), kTokens);
+    tunecast::layers::log_softmax(lp[i].data(), kTokens);
   }
   return lp;
 }

@@ -19,8 +19,13 @@
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
 #include "tunecast/codegen/prediction_check.h"
-#include "tunecast/kernels.h"
+#include "tunecast/kernel_types.h"
+#include "tunecast/layers.h"
 #include "tunecast/predict.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 namespace {
 

@@ -180,6 +180,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
     j["candidates"] = list;
     j["rejected_by_constraints"] = info.rejected_by_constraints;
     j["beam_pruned"] = info.beam_pruned;
+    j["duplicates_merged"] = info.duplicates_merged;
     j["out_of_range_fields"] = field_names(info.out_of_range_fields);
     j["applicable"] = have_problem ? nlohmann::json(info.not_applicable < 0) : nlohmann::json(nullptr);
     if (info.not_applicable >= 0) j["not_applicable"] = applicability_text(model, info.not_applicable);
@@ -225,6 +226,10 @@ int cmd_predict(const std::vector<std::string>& argv) {
   if (constrained) {
     std::printf("constraints removed %lld expansions\n",
                 static_cast<long long>(info.rejected_by_constraints));
+  }
+  if (info.duplicates_merged > 0) {
+    std::printf("%d hypothes%s decoded to a vector already listed (tokens with equal values): merged\n",
+                info.duplicates_merged, info.duplicates_merged == 1 ? "is" : "es");
   }
   if (info.candidates < count) {
     // Fewer than asked: either no other vector passes (the beam never filled), or hypotheses the

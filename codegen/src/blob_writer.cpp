@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-#include "tunecast/kernels.h"
+#include "tunecast/kernel_types.h"
 #include "tunecast/model.h"
 
 namespace tunecast::codegen {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../../runtime/src/constraint_vm.h"
-#include "tunecast/kernels.h"
+#include "tunecast/kernel_types.h"
 
 namespace tunecast::codegen {
 namespace {
@@ -685,7 +685,7 @@ class Emitter {
     w.line("#pragma GCC diagnostic ignored \"-Warray-bounds\"");
     w.line("#endif");
     w.line("#include \"tunecast/beam_search.h\"");
-    w.line("#include \"tunecast/kernels.h\"");
+    w.line("#include \"tunecast/kernel_types.h\"");
     w.line("#include \"tunecast/layers.h\"");
     w.line("#if defined(__GNUC__) && !defined(__clang__)");
     w.line("#pragma GCC diagnostic pop");
@@ -1134,7 +1134,7 @@ class Emitter {
     w.line("#include <cstring>");
     w.blank();
     w.line("#include \"tunecast/checked_int.h\"");
-    w.line("#include \"tunecast/kernels.h\"");
+    w.line("#include \"tunecast/kernel_types.h\"");
     w.line("#include \"tunecast/layers.h\"");
     w.blank();
     w.line("namespace %s {", options_.name_space.c_str());

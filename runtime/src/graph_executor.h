@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "tunecast/kernels.h"
+#include "tunecast/kernel_types.h"
 #include "tunecast/model.h"
 
 namespace tunecast::detail {

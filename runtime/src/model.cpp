@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "constraint_vm.h"
-#include "tunecast/kernels.h"
+#include "tunecast/kernel_types.h"
 #include "tunecast/layers.h"
 
 namespace tunecast {

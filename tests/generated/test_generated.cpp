@@ -1,7 +1,8 @@
 // Generated predictors (tunecast emit-cpp) against the blob runtime on the same model: every
 // candidate, score bit and info field identical over a grid of problems (edge cases included:
 // zero strides divide by zero inside constraints, huge sizes overflow), for greedy and beam
-// search; and neither path touches the heap while predicting.
+// search, at every SIMD level this CPU runs, forced one at a time; and neither path touches the
+// heap while predicting.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest.h>
 
@@ -13,6 +14,7 @@
 #include "alloc_counter.h"
 #include "parity_models.h"
 #include "tunecast/predict.h"
+#include "tunecast/simd.h"
 
 namespace {
 
@@ -21,6 +23,15 @@ using tunecast::PredictInfo;
 using tunecast::PredictOptions;
 using tunecast::Problem;
 using tunecast::Status;
+
+// Every SIMD level this CPU runs (tunecast/simd.h), each forced in turn by the tests below.
+std::vector<tunecast::SimdLevel> levels() {
+  std::vector<tunecast::SimdLevel> out;
+  for (auto level : {tunecast::SimdLevel::kSse2, tunecast::SimdLevel::kAvx2, tunecast::SimdLevel::kAvx512}) {
+    if (tunecast::simd_level_supported(level)) out.push_back(level);
+  }
+  return out;
+}
 
 Problem make_problem(const std::string& text) {
   Problem p;
@@ -102,6 +113,7 @@ void check_same(const char* what, const Status& a, const PredictInfo& ia, const 
   CHECK(a.code() == b.code());
   CHECK(std::string(a.message()) == std::string(b.message()));
   CHECK(ia.candidates == ib.candidates);
+  CHECK(ia.duplicates_merged == ib.duplicates_merged);
   CHECK(ia.out_of_range_fields == ib.out_of_range_fields);
   CHECK(ia.rejected_by_constraints == ib.rejected_by_constraints);
   CHECK(ia.beam_pruned == ib.beam_pruned);
@@ -148,58 +160,67 @@ void check_parity(const char* name, const unsigned char* blob, size_t size) {
   int compared = 0;
   int succeeded = 0;
   int applicable = 0;  // of those that succeeded
-  for (const int beam : {1, 4, Generated::kMaxBeam}) {
-    PredictOptions options;
-    options.beam_width = beam;
-    const size_t step = beam == 1 ? 1 : (beam == 4 ? 7 : 31);
-    for (size_t i = 0; i < list.size(); i += step) {
-      CAPTURE(name);
-      CAPTURE(beam);
-      CAPTURE(i);
-      Candidate a[tunecast::kMaxBeamWidth];
-      Candidate b[tunecast::kMaxBeamWidth];
-      PredictInfo ia, ib;
-      const Status sa = tunecast::predict(f.model, list[i], options, f.blob_scratch.data(),
-                                          f.blob_scratch.size(), a, beam, &ia);
-      const Status sb = Generated::predict(list[i], options, f.scratch.get(), b, beam, &ib);
-      check_same("predict", sa, ia, a, sb, ib, b);
-      int inapplicable_a = -2, inapplicable_b = -2;
-      CHECK(tunecast::check_applicability(f.model, list[i], &inapplicable_a) ==
-            Generated::check_applicability(list[i], &inapplicable_b));
-      CHECK(inapplicable_a == inapplicable_b);
-      if (sa.is_ok()) {
-        CHECK(ia.not_applicable == (inapplicable_a == -2 ? -1 : inapplicable_a));
-        applicable += ia.not_applicable < 0;
-      }
-      ++compared;
-      succeeded += sa.is_ok();
-      // The encoding, constraints on the winners, and prediction from raw features without a problem.
-      float fa[Generated::kFeatureRows * Generated::kFeatureCols];
-      float fb[Generated::kFeatureRows * Generated::kFeatureCols];
-      uint32_t ra = 0, rb = 0;
-      const Status ea = tunecast::encode_problem(f.model, list[i], fa, sizeof fa / sizeof fa[0], &ra);
-      const Status eb = Generated::encode_problem(list[i], fb, sizeof fb / sizeof fb[0], &rb);
-      CHECK(ea.code() == eb.code());
-      if (ea.is_ok() && eb.is_ok()) {
-        CHECK(std::memcmp(fa, fb, sizeof fa) == 0);
-        CHECK(ra == rb);
-        const Status pa = tunecast::predict_from_features(f.model, fa, sizeof fa / sizeof fa[0], nullptr, options,
-                                                          f.blob_scratch.data(), f.blob_scratch.size(), a, beam, &ia);
-        const Status pb = Generated::predict_from_features(fb, sizeof fb / sizeof fb[0], nullptr, options,
-                                                           f.scratch.get(), b, beam, &ib);
-        check_same("predict_from_features", pa, ia, a, pb, ib, b);
-        for (int c = 0; c < ia.candidates; ++c) {
-          int failed_a = -2, failed_b = -2;
-          for (int length : {Generated::kParameterCount, Generated::kParameterCount / 2}) {
-            CHECK(tunecast::check_candidate(f.model, list[i], a[c].values, length, &failed_a) ==
-                  Generated::check_candidate(list[i], a[c].values, length, &failed_b));
+  for (const tunecast::SimdLevel level : levels()) {
+    REQUIRE(tunecast::set_simd_level(level).is_ok());
+    CAPTURE(tunecast::simd_level_name(level));
+    for (const int beam : {1, 4, Generated::kMaxBeam}) {
+      PredictOptions options;
+      options.beam_width = beam;
+      // Every level runs this same code path; levels below the best check a fifth of the grid
+      // (the suite's time on CPUs with three levels).
+      const size_t thin = level == tunecast::best_simd_level() ? 1 : 5;
+      const size_t step = (beam == 1 ? 1 : (beam == 4 ? 7 : 31)) * thin;
+      for (size_t i = 0; i < list.size(); i += step) {
+        CAPTURE(name);
+        CAPTURE(beam);
+        CAPTURE(i);
+        Candidate a[tunecast::kMaxBeamWidth];
+        Candidate b[tunecast::kMaxBeamWidth];
+        PredictInfo ia, ib;
+        const Status sa = tunecast::predict(f.model, list[i], options, f.blob_scratch.data(),
+                                            f.blob_scratch.size(), a, beam, &ia);
+        const Status sb = Generated::predict(list[i], options, f.scratch.get(), b, beam, &ib);
+        check_same("predict", sa, ia, a, sb, ib, b);
+        int inapplicable_a = -2, inapplicable_b = -2;
+        CHECK(tunecast::check_applicability(f.model, list[i], &inapplicable_a) ==
+              Generated::check_applicability(list[i], &inapplicable_b));
+        CHECK(inapplicable_a == inapplicable_b);
+        if (sa.is_ok()) {
+          CHECK(ia.not_applicable == (inapplicable_a == -2 ? -1 : inapplicable_a));
+          applicable += ia.not_applicable < 0;
+        }
+        ++compared;
+        succeeded += sa.is_ok();
+        // The encoding, constraints on the winners, and prediction from raw features without a problem.
+        float fa[Generated::kFeatureRows * Generated::kFeatureCols];
+        float fb[Generated::kFeatureRows * Generated::kFeatureCols];
+        uint32_t ra = 0, rb = 0;
+        const Status ea = tunecast::encode_problem(f.model, list[i], fa, sizeof fa / sizeof fa[0], &ra);
+        const Status eb = Generated::encode_problem(list[i], fb, sizeof fb / sizeof fb[0], &rb);
+        CHECK(ea.code() == eb.code());
+        if (ea.is_ok() && eb.is_ok()) {
+          CHECK(std::memcmp(fa, fb, sizeof fa) == 0);
+          CHECK(ra == rb);
+          const Status pa = tunecast::predict_from_features(f.model, fa, sizeof fa / sizeof fa[0], nullptr, options,
+                                                            f.blob_scratch.data(), f.blob_scratch.size(), a, beam, &ia);
+          const Status pb = Generated::predict_from_features(fb, sizeof fb / sizeof fb[0], nullptr, options,
+                                                             f.scratch.get(), b, beam, &ib);
+          check_same("predict_from_features", pa, ia, a, pb, ib, b);
+          for (int c = 0; c < ia.candidates; ++c) {
+            int failed_a = -2, failed_b = -2;
+            for (int length : {Generated::kParameterCount, Generated::kParameterCount / 2}) {
+              CHECK(tunecast::check_candidate(f.model, list[i], a[c].values, length, &failed_a) ==
+                    Generated::check_candidate(list[i], a[c].values, length, &failed_b));
+            }
+            CHECK(failed_a == failed_b);
           }
-          CHECK(failed_a == failed_b);
         }
       }
     }
   }
-  MESSAGE(std::string(name) << ": " << compared << " predictions identical (" << succeeded << " found a candidate, "
+  tunecast::set_simd_level(tunecast::best_simd_level());
+  MESSAGE(std::string(name) << ": " << compared << " predictions identical over " << levels().size()
+                            << " SIMD level(s) (" << succeeded << " found a candidate, "
                             << applicable << " of them for a problem the kernel applies to)");
   CHECK(succeeded > compared / 2);
   // The grid holds problems each shipped kernel applies to and problems it does not (other
@@ -219,20 +240,25 @@ void check_no_heap(const unsigned char* blob, size_t size) {
   PredictInfo info;
   PredictOptions options;
   Generated::predict(problem, options, out, 1, &info);  // the thread_local Scratch comes to life
-  for (const int beam : {1, Generated::kMaxBeam}) {
-    options.beam_width = beam;
-    alloc_counter::arm();
-    const Status a = Generated::predict(problem, options, &scratch, out, beam, &info);
-    const Status b = Generated::predict(problem, options, out, beam, &info);
-    const Status c = tunecast::predict(f.model, problem, options, f.blob_scratch.data(),
-                                       f.blob_scratch.size(), out, beam, &info);
-    const long allocations = alloc_counter::disarm();
-    CHECK(a.is_ok());
-    CHECK(b.is_ok());
-    CHECK(c.is_ok());
-    CAPTURE(beam);
-    CHECK(allocations == 0);
+  for (const tunecast::SimdLevel level : levels()) {
+    REQUIRE(tunecast::set_simd_level(level).is_ok());
+    CAPTURE(tunecast::simd_level_name(level));
+    for (const int beam : {1, Generated::kMaxBeam}) {
+      options.beam_width = beam;
+      alloc_counter::arm();
+      const Status a = Generated::predict(problem, options, &scratch, out, beam, &info);
+      const Status b = Generated::predict(problem, options, out, beam, &info);
+      const Status c = tunecast::predict(f.model, problem, options, f.blob_scratch.data(),
+                                         f.blob_scratch.size(), out, beam, &info);
+      const long allocations = alloc_counter::disarm();
+      CHECK(a.is_ok());
+      CHECK(b.is_ok());
+      CHECK(c.is_ok());
+      CAPTURE(beam);
+      CHECK(allocations == 0);
+    }
   }
+  tunecast::set_simd_level(tunecast::best_simd_level());
 }
 
 // Beam widths outside 1..kMaxBeam (the generated Scratch's size) and 1..kMaxBeamWidth (the blob

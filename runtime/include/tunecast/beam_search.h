@@ -29,7 +29,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tunecast/kernels.h"
+#include "tunecast/layers.h"
 #include "tunecast/predict.h"
 
 namespace tunecast::beam {
@@ -102,7 +102,7 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
         for (int t = 0; t < tokens; ++t) sum += scores[t];
         for (int t = 0; t < tokens; ++t) scores[t] = std::log(scores[t] / sum);
       } else {
-        kernels::log_softmax(scores, static_cast<size_t>(tokens));
+        layers::log_softmax(scores, static_cast<size_t>(tokens));
       }
       Hypothesis& h = hyps[b];
       // Once k expansions are held, a token scoring below the k-th best cannot enter: leave it
@@ -195,9 +195,19 @@ Status beam_search(Network& net, const Problem* problem, const PredictOptions& o
     live = next_live;
   }
 
-  const int n = std::min(live, capacity);
-  for (int i = 0; i < n; ++i) {
-    Candidate& c = out[i];
+  // Distinct vectors, best first: a later hypothesis with an earlier one's values is merged into
+  // it (dropped; the earlier one scores at least as well).
+  int n = 0;
+  for (int i = 0; i < live && n < capacity; ++i) {
+    bool duplicate = false;
+    for (int j = 0; j < n && !duplicate; ++j) {
+      duplicate = std::equal(out[j].values, out[j].values + positions, hyps[i].values);
+    }
+    if (duplicate) {
+      ++info->duplicates_merged;
+      continue;
+    }
+    Candidate& c = out[n++];
     c = Candidate();
     c.score = hyps[i].score;
     c.length = positions;

@@ -49,7 +49,10 @@ struct Candidate {
 };
 
 struct PredictInfo {
-  int candidates = 0;                  // written to the output array, best first
+  int candidates = 0;                  // written to the output array, best first, all distinct
+  // Finished hypotheses dropped because an earlier (better) one has the same parameter values:
+  // several tokens may decode to one value, so two token sequences can be one vector.
+  int duplicates_merged = 0;
   uint32_t out_of_range_fields = 0;    // bit per ProblemField outside the training range
   int64_t rejected_by_constraints = 0; // expansions the constraints removed
   int64_t rejected_by_validator = 0;   // expansions the Validator removed
@@ -68,7 +71,8 @@ struct PredictInfo {
 };
 
 // Beam search from a problem: the artifact's encoding turns the problem into the encoder input.
-// Writes up to min(beam_width, capacity) candidates into `out`. When no hypothesis survives, the
+// Writes up to min(beam_width, capacity) distinct candidates into `out` (a vector that several
+// hypotheses decode to appears once, with the best one's score). When no hypothesis survives, the
 // status is kNoValidCandidate and info->failed_position says where. A problem built by hand (not
 // by parse_problem) should go through apply_problem_defaults first: ranges and applicability read
 // every field (layout, pads, dilations...), and an unset one reads 0.

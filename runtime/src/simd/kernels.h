@@ -1,33 +1,49 @@
-// The arithmetic of every layer, as small pure functions over caller-owned buffers. The blob
-// runtime calls them with sizes read from the artifact; generated predictors call the same
-// functions with compile-time constant sizes, so both produce identical bits.
+// The arithmetic of every layer, as small pure functions over caller-owned buffers, compiled once
+// per SIMD level (simd.h): each level's translation unit includes this header with its own target
+// flags, and everything here lands in the inline namespace named after that level, so two levels
+// never share an inline function's body. Callers reach the functions through layers.h (public),
+// which dispatches to the level chosen at run time; the blob runtime and generated predictors
+// therefore run the very same machine code.
 //
-// Matrices used in products are packed in column panels of kPanelWidth floats: a [rows][cols]
-// matrix becomes ceil(cols / kPanelWidth) panels, each [rows][kPanelWidth] contiguous (the last
-// zero-padded). One panel is two 8-float vectors; a product keeps several panels and rows in
-// registers and streams the weights exactly once per block of rows.
+// Bits: the runtime is compiled with -ffp-contract=off and every fused multiply-add is written
+// here (madd/fmadd), so no compiler or -march decides the rounding. The FMA levels (avx2, avx512)
+// run the same operations in the same order per output element and give identical bits; the sse2
+// level has no FMA and rounds each product before adding it (docs/benchmarks.md, "Same results").
 //
-// Product weights are `float` or `Half` (IEEE binary16 bit patterns, blobs compiled with
-// `--weights fp16`): the products are templates over the weight type, a Half weight is widened to
-// float when loaded (exactly), and the sums run in the same order either way.
+// Matrices used in products are packed in column panels of kPanelWidth floats (kernel_types.h).
+// A product keeps several panels and rows in registers and streams the weights exactly once per
+// block of rows.
+//
+// Product weights are `float` or `Half`: the products are templates over the weight type, a Half
+// weight is widened to float when loaded (exactly), and the sums run in the same order either way.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX__)  // implied by F16C and AVX-512
+#include "tunecast/kernel_types.h"
+
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
+// The level this translation unit is compiled for, from the target flags (runtime/CMakeLists.txt
+// compiles runtime/src/simd/level.cpp once per level).
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
+    defined(__FMA__) && defined(__F16C__)
+#define TUNECAST_SIMD_NS avx512
+#define TUNECAST_SIMD_FMA 1
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define TUNECAST_SIMD_NS avx2
+#define TUNECAST_SIMD_FMA 1
+#else
+#define TUNECAST_SIMD_NS sse2
+#define TUNECAST_SIMD_FMA 0
+#endif
+
 namespace tunecast::kernels {
-
-constexpr int kPanelWidth = 16;
-
-// Floats in a packed matrix.
-constexpr size_t packed_size(size_t rows, size_t cols) {
-  return rows * ((cols + kPanelWidth - 1) / kPanelWidth) * kPanelWidth;
-}
+inline namespace TUNECAST_SIMD_NS {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TUNECAST_INLINE inline __attribute__((always_inline))
@@ -35,12 +51,12 @@ constexpr size_t packed_size(size_t rows, size_t cols) {
 // goal); a call costs nothing next to the loop.
 #define TUNECAST_OUT_OF_LINE __attribute__((noinline))
 #define TUNECAST_RESTRICT __restrict__
-// Loops over a block's rows and panels unroll completely, so its accumulators live in registers
-// at -O2 too (the runtime builds graph_executor.cpp's layer kernels at -O2, the rest at -Os, for
-// its code size).
+// Loops over a block's rows and panels unroll completely, so its accumulators live in registers.
 #define TUNECAST_UNROLL _Pragma("GCC unroll 16")
+typedef float Vec4 __attribute__((vector_size(16), aligned(4)));
 typedef float Vec8 __attribute__((vector_size(32), aligned(4)));
 typedef float Vec16 __attribute__((vector_size(64), aligned(4)));
+typedef float Vec4Alias __attribute__((vector_size(16), aligned(4), may_alias));
 typedef float Vec8Alias __attribute__((vector_size(32), aligned(4), may_alias));
 typedef float Vec16Alias __attribute__((vector_size(64), aligned(4), may_alias));
 #else
@@ -48,62 +64,82 @@ typedef float Vec16Alias __attribute__((vector_size(64), aligned(4), may_alias))
 #endif
 
 // Vectors move through may_alias, 4-byte-aligned vector types (unaligned-safe plain vector
-// loads; memcpy into the accumulator arrays made GCC keep them in memory on AVX2 targets) and
-// are never passed or returned by value, which keeps GCC's -Wpsabi quiet on pre-AVX targets.
+// loads; memcpy into the accumulator arrays made GCC keep them in memory on AVX2 targets).
 //
-// With AVX-512 a panel is one 16-float register and 32 registers allow 8 rows x 2 panels of
-// accumulators; otherwise a panel is two 8-float vectors and blocks are 4 rows x 1 panel. The
-// vector width and block shape change no bit: each lane still sums bias, then k = 0, 1, ...
-#if defined(__AVX512F__)
+// A vector is the level's register: 16 floats (avx512, 32 registers: blocks of 8 rows x 2
+// panels), 8 (avx2, 16 registers: 4 rows x 1 panel) or 4 (sse2, 16 registers: 2 rows x 1 panel).
+// The vector width and block shape change no bit: each lane still sums bias, then k = 0, 1, ...
+#if defined(__AVX512F__) && TUNECAST_SIMD_FMA
 typedef Vec16 PanelVec;
 typedef Vec16Alias PanelVecAlias;
 constexpr int kBatchRows = 8;    // rows per block for batches
 constexpr int kBatchPanels = 2;  // panels per block for batches
 constexpr int kFewRows = 2;      // rows per block below kBatchRows
 constexpr int kRowPanels = 4;    // panels per block below kBatchRows (weights stream from L2)
-#else
+#elif TUNECAST_SIMD_FMA
 typedef Vec8 PanelVec;
 typedef Vec8Alias PanelVecAlias;
 constexpr int kBatchRows = 4;
 constexpr int kBatchPanels = 1;
-#if defined(__AVX__)
 constexpr int kFewRows = 2;
-#else
-constexpr int kFewRows = 1;  // SSE: 8-float vectors are pairs of registers; two rows spill
-#endif
 constexpr int kRowPanels = 4;
+#else
+typedef Vec4 PanelVec;
+typedef Vec4Alias PanelVecAlias;
+constexpr int kBatchRows = 2;
+constexpr int kBatchPanels = 1;
+constexpr int kFewRows = 1;
+constexpr int kRowPanels = 2;
 #endif
 constexpr int kVecsPerPanel = kPanelWidth / static_cast<int>(sizeof(PanelVec) / sizeof(float));
 constexpr int kVecWidth = kPanelWidth / kVecsPerPanel;
+typedef int32_t LaneInts __attribute__((vector_size(sizeof(PanelVec))));
 
-// --- weight types ------------------------------------------------------------------------------
-// A binary16 weight: half the bytes streamed per multiply-add where one-row products are bound by
-// cache bandwidth (greedy decoding).
-using Half = uint16_t;
-
-// Exact binary16 -> binary32 (F16C when the target has it; the portable path gives the same bits).
-TUNECAST_INLINE float half_to_float(Half h) {
-#if defined(__F16C__)
-  return _cvtsh_ss(h);
+// A broadcast, not `PanelVec{} + value`: that add is real arithmetic under strict IEEE rules
+// (-0 + 0 is +0), so the compiler kept an add per row and depth step in the products.
+TUNECAST_INLINE void splat(float value, PanelVec* out) {
+#if defined(__AVX512F__) && TUNECAST_SIMD_FMA
+  *out = (PanelVec)_mm512_set1_ps(value);
+#elif TUNECAST_SIMD_FMA
+  *out = (PanelVec)_mm256_set1_ps(value);
+#elif defined(__SSE2__)
+  *out = (PanelVec)_mm_set1_ps(value);
 #else
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  const uint32_t mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
-    float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
-    std::memcpy(&bits, &magnitude, sizeof bits);
-    bits |= sign;
-  } else if (exponent == 31) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  for (int i = 0; i < kVecWidth; ++i) (*out)[i] = value;
 #endif
 }
+
+// a * b + c: one rounding on the FMA levels, two (product, then sum) on sse2. Written out because
+// the runtime forbids the compiler to contract on its own (-ffp-contract=off).
+TUNECAST_INLINE PanelVec fmadd(PanelVec a, PanelVec b, PanelVec c) {
+#if defined(__AVX512F__) && TUNECAST_SIMD_FMA
+  return (PanelVec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TUNECAST_SIMD_FMA
+  return (PanelVec)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  return a * b + c;
+#endif
+}
+TUNECAST_INLINE PanelVec fmadd(PanelVec a, float b, PanelVec c) {
+  PanelVec bv;
+  splat(b, &bv);
+  return fmadd(a, bv, c);
+}
+TUNECAST_INLINE PanelVec fmadd(PanelVec a, float b, float c) {
+  PanelVec cv;
+  splat(c, &cv);
+  return fmadd(a, b, cv);
+}
+TUNECAST_INLINE float fmadd(float a, float b, float c) {
+#if TUNECAST_SIMD_FMA
+  return __builtin_fmaf(a, b, c);  // one instruction with -mfma
+#else
+  return a * b + c;
+#endif
+}
+
+// --- weight types ------------------------------------------------------------------------------
+using ::tunecast::kernels::Half;
 
 TUNECAST_INLINE float weight_value(float w) { return w; }
 TUNECAST_INLINE float weight_value(Half w) { return half_to_float(w); }
@@ -113,14 +149,29 @@ TUNECAST_INLINE void load_weights(const float* w, PanelVec* out) {
   *out = *reinterpret_cast<const PanelVecAlias*>(w);
 }
 TUNECAST_INLINE void load_weights(const Half* w, PanelVec* out) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && TUNECAST_SIMD_FMA
   // The maskz form with every lane set: _mm512_cvtph_ps trips GCC 12's -Wmaybe-uninitialized.
   const __m512 v =
       _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
   std::memcpy(out, &v, sizeof v);
-#elif defined(__F16C__)
+#elif TUNECAST_SIMD_FMA
   const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
   std::memcpy(out, &v, sizeof v);
+#elif defined(__SSE2__)
+  // half_to_float on four lanes in integer SSE2 (no F16C): the same exact bits.
+  const __m128i raw = _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w)),
+                                         _mm_setzero_si128());
+  LaneInts h;
+  std::memcpy(&h, &raw, sizeof h);
+  const LaneInts sign = (h & 0x8000) << 16;
+  const LaneInts exponent = (h >> 10) & 0x1f;
+  const LaneInts mantissa = h & 0x3ff;
+  const LaneInts normal = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  const LaneInts special = sign | 0x7f800000 | (mantissa << 13);
+  const PanelVec tiny = __builtin_convertvector(mantissa, PanelVec) * 5.9604644775390625e-8f;
+  const LaneInts subnormal = (LaneInts)tiny | sign;
+  const LaneInts bits = exponent == 0 ? subnormal : (exponent == 31 ? special : normal);
+  *out = (PanelVec)bits;
 #else
   for (int i = 0; i < kVecWidth; ++i) (*out)[i] = half_to_float(w[i]);
 #endif
@@ -163,11 +214,12 @@ TUNECAST_INLINE void matmul_block(const float* TUNECAST_RESTRICT x, size_t x_str
     }
     TUNECAST_UNROLL
     for (int r = 0; r < R; ++r) {
-      const float xk = x[r * x_stride + k];
+      PanelVec xv;
+      splat(x[r * x_stride + k], &xv);
       TUNECAST_UNROLL
       for (int p = 0; p < P; ++p) {
         TUNECAST_UNROLL
-        for (int h = 0; h < H; ++h) acc[r][p][h] += xk * wv[p][h];
+        for (int h = 0; h < H; ++h) acc[r][p][h] = fmadd(xv, wv[p][h], acc[r][p][h]);
       }
     }
   }
@@ -266,9 +318,10 @@ TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_stride, si
         for (size_t k = 0; k < depth; ++k) {
           const float xk = x[r * x_stride + k];
           if (xk == 0.0f) continue;
-          PanelVec wv;
+          PanelVec wv, xv;
           load_weights(w + p * depth * kPanelWidth + k * kPanelWidth + h * kVecWidth, &wv);
-          acc += xk * wv;
+          splat(xk, &xv);
+          acc = fmadd(xv, wv, acc);
         }
         *reinterpret_cast<PanelVecAlias*>(y + r * y_stride + col) = acc;
       }
@@ -282,10 +335,6 @@ TUNECAST_OUT_OF_LINE void matmul_sparse_rows(const float* x, size_t x_stride, si
 // loop, a narrower vector epilogue and a scalar epilogue per call site (the runtime's code size
 // goal), and the same speed at -O2 as at -O3. Lanes are independent, so no bit depends on where a
 // row starts or ends.
-typedef int32_t LaneInts __attribute__((vector_size(sizeof(PanelVec))));
-
-TUNECAST_INLINE void splat(float value, PanelVec* out) { *out = PanelVec{} + value; }
-
 // Lanes [0, n) of x into *v (the rest zero), n <= kVecWidth.
 TUNECAST_INLINE void load_lanes(const float* x, size_t n, PanelVec* v) {
   if (n == static_cast<size_t>(kVecWidth)) {
@@ -313,14 +362,16 @@ TUNECAST_INLINE size_t lanes_at(size_t i, size_t n) {
 // operand for NaN). One instruction each where the ISA has one: a ternary compiles to a compare
 // and a blend.
 TUNECAST_INLINE void clamp_vec(float lo, float hi, PanelVec* v) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && TUNECAST_SIMD_FMA
   // Full-mask forms: GCC 12's unmasked ones pass an "undefined" vector that -Wmaybe-uninitialized
   // reports at every call site. The mask of all lanes compiles to the plain instruction.
   const __m512 lo_v = _mm512_set1_ps(lo);
   const __m512 y = _mm512_mask_min_ps(lo_v, 0xffff, (__m512)*v, _mm512_set1_ps(hi));
   *v = (PanelVec)_mm512_mask_max_ps(lo_v, 0xffff, y, lo_v);
-#elif defined(__AVX__)
+#elif TUNECAST_SIMD_FMA
   *v = (PanelVec)_mm256_max_ps(_mm256_min_ps((__m256)*v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
+#elif defined(__SSE2__)
+  *v = (PanelVec)_mm_max_ps(_mm_min_ps((__m128)*v, _mm_set1_ps(hi)), _mm_set1_ps(lo));
 #else
   PanelVec lo_v, hi_v;
   splat(lo, &lo_v);
@@ -337,16 +388,21 @@ TUNECAST_INLINE void exp_vec(PanelVec* v) {
   clamp_vec(-87.0f, 88.0f, &x);
   const float kLog2e = 1.44269504088896341f;
   const float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to nearest
-  const PanelVec n = (x * kLog2e + kRound) - kRound;
-  PanelVec r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  PanelVec p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-#if defined(__AVX512F__)
+  const PanelVec n = fmadd(x, kLog2e, kRound) - kRound;
+  PanelVec r = fmadd(n, -0.693359375f, x);
+  r = fmadd(n, 2.12194440e-4f, r);
+  PanelVec p = fmadd(r, 1.9875691500e-4f, 1.3981999507e-3f);
+  PanelVec c;
+  splat(8.3334519073e-3f, &c);
+  p = fmadd(p, r, c);
+  splat(4.1665795894e-2f, &c);
+  p = fmadd(p, r, c);
+  splat(1.6666665459e-1f, &c);
+  p = fmadd(p, r, c);
+  splat(5.0000001201e-1f, &c);
+  p = fmadd(p, r, c);
+  p = fmadd(p * r, r, r) + 1.0f;
+#if defined(__AVX512F__) && TUNECAST_SIMD_FMA
   *v = (PanelVec)_mm512_mask_scalef_ps((__m512)p, 0xffff, (__m512)p, (__m512)n);  // see clamp_vec
 #else
   const LaneInts bits = (__builtin_convertvector(n, LaneInts) + 127) << 23;
@@ -366,7 +422,7 @@ TUNECAST_INLINE void tanh_vec(PanelVec* v) {
   *v = 2.0f / (1.0f + e) - 1.0f;
 }
 
-enum class Act : uint8_t { kLinear = 0, kRelu = 1, kTanh = 2, kSigmoid = 3, kSoftmax = 4, kHardSigmoid = 5 };
+using ::tunecast::kernels::Act;
 
 // Element-wise activations (kSoftmax is a row operation: see activate_rows).
 TUNECAST_INLINE void activate_vec(Act act, PanelVec* v) {
@@ -378,7 +434,7 @@ TUNECAST_INLINE void activate_vec(Act act, PanelVec* v) {
     case Act::kHardSigmoid: {
       PanelVec one;
       splat(1.0f, &one);
-      const PanelVec y = *v * 0.2f + 0.5f;
+      const PanelVec y = fmadd(*v, 0.2f, 0.5f);
       *v = y < zero ? zero : (y > one ? one : y);
       break;
     }
@@ -464,7 +520,7 @@ inline TUNECAST_OUT_OF_LINE void lstm_cell(const float* TUNECAST_RESTRICT z, siz
       load_lanes(lanes[3], m, &o);
     }
     load_lanes(c + j, m, &cv);
-    cv = f * cv + i * g;
+    cv = fmadd(f, cv, i * g);
     store_lanes(cv, m, c + j);
     if (keras_default) {
       tanh_vec(&cv);
@@ -496,4 +552,5 @@ TUNECAST_INLINE void add_to(const float* TUNECAST_RESTRICT x, size_t n, float* T
   }
 }
 
+}  // inline namespace TUNECAST_SIMD_NS
 }  // namespace tunecast::kernels

@@ -1,7 +1,7 @@
 // One function per layer type over caller-owned padded matrices (rows `stride` floats apart, the
-// stride a multiple of kernels::kPanelWidth): the only home of layer arithmetic. The blob
-// runtime's graph executor calls them with sizes read from the artifact, generated predictors
-// with compile-time constants, so the two give identical bits.
+// stride a multiple of kernels::kPanelWidth): the only home of layer arithmetic, compiled once per
+// SIMD level (simd/level.cpp) into the level's namespace. Callers use the public
+// tunecast/layers.h, which documents each function and dispatches here.
 //
 // Product weights (Dense, Conv1D and LSTM kernels, `W`) are float or kernels::Half; embedding and
 // token tables, biases and activations are always float.
@@ -10,12 +10,15 @@
 #include <cstddef>
 #include <cstring>
 
-#include "tunecast/kernels.h"
+#include "simd/kernels.h"
+#include "tunecast/layers.h"
 #include "tunecast/status.h"
 
-namespace tunecast::layers {
+namespace tunecast::layers::TUNECAST_SIMD_NS {
 
 using kernels::Act;
+using ::tunecast::layers::AnyWeights;
+using ::tunecast::layers::kLstmStepRows;
 
 // Dense: y = act(x W + b). A mostly-zero input (MIOpen's diagonal KTN encoding) takes the
 // row-skipping path, decided exactly as the executor does.
@@ -107,24 +110,9 @@ void lstm_step(size_t rows, size_t units, const W* recurrent, const float* h0, s
   }
 }
 
-// Rows of a batched LSTM step computed together. The gate pre-activations of this many rows, not
-// of the whole beam, sit in the temporary region: a wide beam keeps a small scratch, and the cells
-// read z while it is still in cache (a step over 100 beams got faster: docs/benchmarks.md). How
-// rows are grouped changes no bit.
-constexpr size_t kLstmStepRows = 32;
-
-// Product weights of either type, for a layer that picks its kernels at run time: one copy of
-// its code rather than one per combination of weight types.
-struct AnyWeights {
-  AnyWeights(const float* w) : f32(w) {}            // NOLINT: implicit, as the pointer it wraps
-  AnyWeights(const kernels::Half* w) : f16(w) {}    // NOLINT
-  const float* f32 = nullptr;
-  const kernels::Half* f16 = nullptr;
-};
-
 // A batched LSTM layer (decoder step over the beams): lstm_input then lstm_step, kLstmStepRows
 // rows at a time; z holds kLstmStepRows rows. Its sequence output is h (see lstm_step).
-inline TUNECAST_OUT_OF_LINE Status lstm_batch(
+inline Status lstm_batch(
     const char* name, bool token_input, const float* x, size_t x_stride, size_t rows,
     AnyWeights kernel, size_t kernel_rows, size_t units, const float* bias, AnyWeights recurrent,
     const float* h0, size_t h0_stride, const float* c0, size_t c0_stride, Act gate_act,
@@ -240,7 +228,7 @@ inline void attention(const float* query, size_t q_stride, size_t rows, size_t w
     for (size_t t = 0; t < steps; ++t) {
       const float* key = memory + t * m_stride;
       float dot = 0.0f;
-      for (size_t j = 0; j < width; ++j) dot += q[j] * key[j];
+      for (size_t j = 0; j < width; ++j) dot = kernels::fmadd(q[j], key[j], dot);
       sr[t] = dot;
     }
     kernels::softmax(sr, steps);
@@ -248,9 +236,9 @@ inline void attention(const float* query, size_t q_stride, size_t rows, size_t w
     std::memset(out, 0, c_stride * sizeof(float));
     for (size_t t = 0; t < steps; ++t) {
       const float* key = memory + t * m_stride;
-      for (size_t j = 0; j < width; ++j) out[j] += sr[t] * key[j];
+      for (size_t j = 0; j < width; ++j) out[j] = kernels::fmadd(sr[t], key[j], out[j]);
     }
   }
 }
 
-}  // namespace tunecast::layers
+}  // namespace tunecast::layers::TUNECAST_SIMD_NS
