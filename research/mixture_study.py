@@ -13,7 +13,7 @@ order, train.py --param-order), so members of any order can vote. This study mea
    decode order mishandled);
 3. for each recipe ("mlp=2,mlp@041235=1": KIND=COUNT, the kind of a run being its model, followed by
    @ and its decode order if it has one, digits joined, or by "-" where a position is 10 or more)
-   --draws member sets are drawn (tools/recipe_study.py's draws), and each draw ranks the union of
+   --draws member sets are drawn (research/recipe_study.py's draws), and each draw ranks the union of
    its own members' candidates by
      mixture: log of the mean of the members' probabilities of the vector, or
      product: the mean of their log-probabilities (the geometric mean);
@@ -23,7 +23,7 @@ perfect@k is the share of problems whose tuned vector is among the first k. Step
 --work (scores.pt), so recipes can be added without searching again; a GPU (--device cuda) makes
 step 1 fast for a large pool.
 
-  /usr/bin/python3 tools/mixture_study.py --runs RUN... --work DIR --recipe mlp=3 \\
+  /usr/bin/python3 research/mixture_study.py --runs RUN... --work DIR --recipe mlp=3 \\
       --recipe mlp=2,mlp@041235=1 [--draws 12] [--seed 0] [--width 100] [--step] [--split val] \\
       [--data .device/data] [--device cpu] [--max-problems N]
 prints one line per recipe and combination (mean and sd over draws of p@1 + p@10, the mean over
@@ -45,7 +45,8 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# The studies beside this file, and tools/: the trainer's package tunecast_train.
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tools")]
 from tunecast_train import data, metrics, search  # noqa: E402
 from study_ensemble import Ensemble, load_run  # noqa: E402
 from recipe_study import draws_of, mean_sd, parse_recipe  # noqa: E402

@@ -5,12 +5,12 @@ A recipe says how many members of each kind an ensemble has ("mlp=1,attention=1,
 run is its metrics.json "model" (mlp, paper, attention, hybrid). For each recipe, --draws ensembles are
 drawn from the pool (seeds without replacement inside a kind, a fixed random seed), merged by
 tools/ensemble.py, compiled with the kernel's rules and scored by `tunecast eval --split val` at
-each k of --k (tools/select_ensemble.py's Scorer and cache). Greedy member selection picks the
+each k of --k (research/select_ensemble.py's Scorer and cache). Greedy member selection picks the
 luckiest set among many; on a small kernel that is mostly noise (66-118 val problems a group), while a
 recipe's mean over draws says what the recipe itself is worth and its spread says how much one draw can
 move. Only the validation split is read (never test).
 
-  /usr/bin/python3 tools/recipe_study.py --solver ConvAsmBwdWrW3x3 --runs RUN... --work DIR \\
+  /usr/bin/python3 research/recipe_study.py --solver ConvAsmBwdWrW3x3 --runs RUN... --work DIR \\
       --recipe mlp=3 --recipe mlp=1,attention=1,paper=1 [--draws 6] [--seed 0] [--k 1 10 30 50 100] \\
       [--tunecast build/codegen/tunecast] [--perfdb-dir ../shared/data/miopen/perfdb]
 prints one line per recipe (mean and standard deviation over draws of the criterion, mean over the 4
@@ -28,8 +28,7 @@ import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # select_ensemble.py beside this file
 from select_ensemble import ROOT, Scorer, check_args, score_members  # noqa: E402
 
 

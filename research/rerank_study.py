@@ -11,7 +11,7 @@ a shipped re-ranker would have to be chosen. It also tries the plain mix: the mo
 candidates followed by the nearest problems' first j vectors. Scores are means over the
 (arch, precision) groups of perfect@1 and perfect@10, and perfect@1 alone.
 
-  /usr/bin/python3 tools/rerank_study.py --solver ConvAsmBwdWrW3x3 \\
+  /usr/bin/python3 research/rerank_study.py --solver ConvAsmBwdWrW3x3 \\
       --val-model TRAIN_ONLY.tcm --test-model TRAIN_VAL.tcm --data .device/data --work /tmp/rerank
 
 runs `tunecast eval --candidates` (beam 30, the models' search width) on both DBs and prints the
@@ -27,7 +27,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tools/ holds the trainer's package tunecast_train.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 from tunecast_train import baselines, data  # noqa: E402
 
 DBS = {"gfx900": "gfx900_56", "gfx906": "gfx906_60"}

@@ -9,7 +9,7 @@ Step s adds to the best (s-1)-member ensemble the pool member that maximizes the
 merged model.tcir.json stays under --max-mb; ties go to the smaller file, then to pool order. Only the
 validation split is read (never test).
 
-  /usr/bin/python3 tools/select_ensemble.py --solver ConvAsm1x1U --runs RUN... --work DIR \\
+  /usr/bin/python3 research/select_ensemble.py --solver ConvAsm1x1U --runs RUN... --work DIR \\
       [--tunecast build/codegen/tunecast] [--perfdb-dir ../shared/data/miopen/perfdb] \\
       [--max-members 8] [--max-mb 6] [--baseline weights/ConvAsm1x1U] [--start RUN_NAME...]
 writes DIR/selection.json (every evaluated ensemble and its per-group val perfect@1/@10) and prints
@@ -26,9 +26,9 @@ import sys
 import time
 
 GROUPS = [("gfx900_56", "FP32"), ("gfx900_56", "FP16"), ("gfx906_60", "FP32"), ("gfx906_60", "FP16")]
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, "tools")  # the product's tools: ensemble.py merges the members
+sys.path.insert(0, TOOLS)
 from ensemble import check_model_folder  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def file_digest(path):
 class Scorer:
     """Compiles and scores ensembles on val, caching by member set. Every group records perfect@k for
     each k of `beams` (always including 1 and 10); the score is the selection criterion, mean over
-    groups of perfect@1 + perfect@10 (tools/recipe_study.py reads the other k)."""
+    groups of perfect@1 + perfect@10 (research/recipe_study.py reads the other k)."""
 
     def __init__(self, args, beams=(1, 10)):
         self.a = args
@@ -113,7 +113,7 @@ def score_members(sc, by_name, members):
     else:
         folder = os.path.join(sc.a.work, "ens_" + hashlib.sha1(key.encode()).hexdigest()[:12])
         if not sc.cached(key):
-            sh([sys.executable, os.path.join(HERE, "ensemble.py")] + [by_name[m] for m in members] +
+            sh([sys.executable, os.path.join(TOOLS, "ensemble.py")] + [by_name[m] for m in members] +
                ["--out", folder])
     s, g, b = sc.evaluate(folder, key)
     if len(members) > 1 and os.path.isdir(folder):  # rebuilt on demand; keep the disk small
@@ -123,7 +123,7 @@ def score_members(sc, by_name, members):
 
 def check_args(args, run_files=("model.tcir.json", "model.tce")):
     """Every input checked before the work folder is created, so a bad call leaves nothing behind
-    (shared with tools/recipe_study.py, whose runs must also hold metrics.json)."""
+    (shared with research/recipe_study.py, whose runs must also hold metrics.json)."""
     tool = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     rules = os.path.join(ROOT, "weights", "rules", f"{args.solver}.tcr")
     if not os.path.isfile(rules):

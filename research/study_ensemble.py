@@ -7,7 +7,7 @@ encoder input (tools/ensemble.py merges exported mlp and LSTM members for the ru
 so compare its figures with each other, not with `tunecast eval`. Each run folder needs the
 model.pt that tools/train.py writes; all runs must share the solver and the vocabulary.
 
-  /usr/bin/python3 tools/study_ensemble.py --runs RUN1 RUN2 ... [--split val] [--k 1 10 30]
+  /usr/bin/python3 research/study_ensemble.py --runs RUN1 RUN2 ... [--split val] [--k 1 10 30]
       [--data .device/data] [--json OUT.json]
 prints perfect@k per (arch, precision) and the mean over groups, members alone first (--each).
 """
@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tools/ holds the trainer's package tunecast_train.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 from tunecast_train import data, features, models, search  # noqa: E402
 
 MODEL_ARGS = ("emb", "units", "hidden", "filters", "dropout", "layers", "heads")

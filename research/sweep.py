@@ -4,7 +4,7 @@
 A plan is a text file; each non-empty, non-# line is `NAME: train.py arguments`. Every run writes
 to OUT/NAME/ (its log in OUT/NAME/train.log); `{data}` in a line is replaced by --data.
 Example (device machine):
-  python3 tools/sweep.py tools/sweeps/first.txt --data .device/data --out $OUT --jobs 16 --device cuda
+  python3 research/sweep.py research/sweeps/which_architecture_learns_each_kernel.txt --data .device/data --out $OUT --jobs 16 --device cuda
 """
 import argparse
 import os
@@ -48,14 +48,14 @@ def main():
     unknown = sorted(set(args.only or ()) - names)
     if unknown:
         sys.exit(f"sweep.py: --only names no run of {args.plan}: {', '.join(unknown)}")
-    here = os.path.dirname(os.path.abspath(__file__))
+    train_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "train.py")
     pending, live, failed, t0 = list(runs), [], [], time.time()
     while pending or live:
         while pending and len(live) < args.jobs:
             name, rest = pending.pop(0)
             out = os.path.join(args.out, name)
             os.makedirs(out, exist_ok=True)
-            cmd = [sys.executable, os.path.join(here, "train.py")] + shlex.split(rest) + [
+            cmd = [sys.executable, train_py] + shlex.split(rest) + [
                 "--out", out, "--device", args.device, "--threads", "1", "--name", name]
             if "--seed" not in rest.split():
                 cmd += ["--seed", str(args.seed)]
