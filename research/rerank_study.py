@@ -15,7 +15,7 @@ candidates followed by the nearest problems' first j vectors. Scores are means o
       --val-model TRAIN_ONLY.tcm --test-model TRAIN_VAL.tcm --data .device/data --work /tmp/rerank
 
 runs `tunecast eval --candidates` (beam 30, the models' search width) on both DBs and prints the
-table. Findings: weights/README.md, "Targets, honestly".
+table. Findings: research/history.md, "Targets, honestly".
 """
 import argparse
 import collections

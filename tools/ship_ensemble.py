@@ -164,7 +164,7 @@ def main():
                            "validation (`--stop-epoch`: " + ", ".join(f"{n} {e}" for n, e in stop.items()) + ")")
         val_section = ("Validation: none. The members learned from the val problems, so val numbers would be "
                        "in-sample; the\nselection that chose this recipe and these members is under Selection above and in "
-                       "weights/README.md.\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
+                       "research/README.md.\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
                        "train+val`).\n\n")
     if fit_on == "all":
         rows_line = (f"rows {m0['rows']['train']}, all of train + val + test: the shipping refit, every member trained on "
