@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "../../runtime/src/constraint_vm.h"
+#include "constraint_vm.h"
 #include "tunecast/kernels.h"
 
 namespace tunecast::codegen {
