@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The Python tools on bad input: each must exit non-zero with one line naming the problem on stderr,
-# never a traceback (ctest python_tool_errors; needs no data).
+# The Python tools (tools/) and studies (research/) on bad input: each must exit non-zero with one
+# line naming the problem on stderr, never a traceback (ctest python_tool_errors; needs no data).
 set -u
 tools="$1/tools"
+research="$1/research"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -29,12 +30,12 @@ echo '{}' > "$work/empty.json"
 expect_error "is not a \`tunecast eval --json\` result (no n, perfect)" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.png"
 expect_error "must end with .png, .svg, .pdf" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.txt"
 printf 'good: --smoke\nno colon here\n' > "$work/plan.txt"
-expect_error "plan.txt:2: expected \`NAME: train.py arguments\`" $py "$tools/sweep.py" "$work/plan.txt" --out "$work/s"
+expect_error "plan.txt:2: expected \`NAME: train.py arguments\`" $py "$research/sweep.py" "$work/plan.txt" --out "$work/s"
 printf 'bad: --smoke --model nope\n' > "$work/plan.txt"
-expect_error "--only names no run" $py "$tools/sweep.py" "$work/plan.txt" --out "$work/s" --only typo
-expect_error "1 of 1 runs failed" $py "$tools/sweep.py" "$work/plan.txt" --out "$work/s" --device cpu
+expect_error "--only names no run" $py "$research/sweep.py" "$work/plan.txt" --out "$work/s" --only typo
+expect_error "1 of 1 runs failed" $py "$research/sweep.py" "$work/plan.txt" --out "$work/s" --device cpu
 expect_error "--epochs must be at least 1" $py "$tools/train.py" --smoke --epochs 0 --out "$work/t"
 expect_error "not found" $py "$tools/train.py" --data "$work/absent" --out "$work/t"
-expect_error "mixture_study: $work/absent/model.pt not found" $py "$tools/mixture_study.py" --runs "$work/absent" --work "$work/m"
-expect_error "--width must be >= 10" $py "$tools/mixture_study.py" --runs "$work/absent" --work "$work/m" --width 0
+expect_error "mixture_study: $work/absent/model.pt not found" $py "$research/mixture_study.py" --runs "$work/absent" --work "$work/m"
+expect_error "--width must be >= 10" $py "$research/mixture_study.py" --runs "$work/absent" --work "$work/m" --width 0
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -10,7 +10,8 @@ refits (same recipes, seeds and stop epochs, checked), and --evals holds the tes
 ensemble of those twins, which the card reports as the estimate.
 
   /usr/bin/python3 tools/ship_ensemble.py --ensemble DIR --runs RUN1 RUN2 RUN3 --evals DIR \\
-      --dest weights/ConvAsm1x1U --combine prob --why "..." [--sweeps tools/sweeps/fourth.txt ...]
+      --dest weights/ConvAsm1x1U --combine prob --why "..." \\
+      [--sweeps research/sweeps/do_mlp_ensembles_beat_one_model.txt ...]
 """
 import argparse
 import collections
@@ -80,7 +81,8 @@ def main():
     ap.add_argument("--why", default="")
     ap.add_argument("--twin-runs", nargs="+", default=[],
                     help="with members refit on all data: their train + val refits, in the same order")
-    ap.add_argument("--sweeps", nargs="+", default=["tools/sweeps/fourth.txt"],
+    ap.add_argument("--sweeps", nargs="+",
+                    default=["research/sweeps/do_mlp_ensembles_beat_one_model.txt"],
                     help="the sweep plan(s) that trained the members (named in the card)")
     args = ap.parse_args()
     # Every input checked before anything is read or written, with one line naming the missing path.
@@ -162,7 +164,7 @@ def main():
                            "validation (`--stop-epoch`: " + ", ".join(f"{n} {e}" for n, e in stop.items()) + ")")
         val_section = ("Validation: none. The members learned from the val problems, so val numbers would be "
                        "in-sample; the\nselection that chose this recipe and these members is under Selection above and in "
-                       "weights/README.md.\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
+                       "research/README.md.\nBaselines learn from train + val too (`tunecast eval --baselines-fit-on "
                        "train+val`).\n\n")
     if fit_on == "all":
         rows_line = (f"rows {m0['rows']['train']}, all of train + val + test: the shipping refit, every member trained on "
@@ -196,7 +198,7 @@ kernel supports; arch, precision and direction are encoder inputs of one model.
   {max(m['train_seconds'] for m in ms):.0f} s each on one H200 ({' and '.join(args.sweeps)}, all runs of a plan at once).
 {decoding}- Selection: {args.why}.
 - Exact commands (repo root; data from `tools/dataset.py --precision FP32 FP16 BF16 --out .device/data`;
-  the sweeps ran them as `python3 tools/sweep.py SWEEP --data .device/data --out OUT --jobs N` with SWEEP
+  the sweeps ran them as `python3 research/sweep.py SWEEP --data .device/data --out OUT --jobs N` with SWEEP
   = {' and '.join(args.sweeps)}):
 
 {cmds}

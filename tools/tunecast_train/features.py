@@ -167,7 +167,7 @@ def encoding_digest(tce_text):
     EXPR` with every blank removed from the transform's arguments and the expression. The trainer
     stores it in the model's metadata (encoding_digest) and `tunecast compile` recomputes it from
     the compiled encoding, refusing a .tce the model was not trained with
-    (codegen/src/assemble.cpp). Statements on one line each, as this module writes them."""
+    (codegen/compiler/src/assemble.cpp). Statements on one line each, as this module writes them."""
     lines = []
     for raw in tce_text.splitlines():
         words = raw.split("#", 1)[0].split()

@@ -1,0 +1,196 @@
+// table's formats: a C++ include of default parameters, a text table, and a MIOpen perf DB
+// (SQLite, MIOpen's schema) written through a private temporary file.
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "table.h"
+
+namespace tunecast::cli::table {
+namespace {
+
+std::string values_text(const Candidate& c) {
+  std::string s;
+  for (int p = 0; p < c.length; ++p) s += (p ? "," : "") + std::to_string(c.values[p]);
+  return s;
+}
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// MIOpen's perf DB schema (tables config and perf_db, their unique indexes).
+constexpr const char* kPerfDbSchema =
+    "CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT "
+    "NOT NULL,`direction` TEXT NOT NULL,`spatial_dim` INT NOT NULL,`in_channels` INT NOT NULL,"
+    "`in_h` INT NOT NULL,`in_w` INT NOT NULL,`in_d` INT NOT NULL,`fil_h` INT NOT NULL,`fil_w` INT "
+    "NOT NULL,`fil_d` INT NOT NULL,`out_channels` INT NOT NULL, `batchsize` INT NOT NULL,`pad_h` "
+    "INT NOT NULL,`pad_w` INT NOT NULL,`pad_d` INT NOT NULL,`conv_stride_h` INT NOT NULL,"
+    "`conv_stride_w` INT NOT NULL,`conv_stride_d` INT NOT NULL,`dilation_h` INT NOT NULL,"
+    "`dilation_w` INT NOT NULL,`dilation_d` INT NOT NULL,`bias` INT NOT NULL,`group_count` INT NOT "
+    "NULL);"
+    "CREATE TABLE `perf_db` (`id` INTEGER PRIMARY KEY ASC,`solver` TEXT NOT NULL,`config` INTEGER "
+    "NOT NULL, `params` TEXT NOT NULL);"
+    "CREATE UNIQUE INDEX `idx_config` ON config( layout,data_type,direction,spatial_dim,"
+    "in_channels,in_h,in_w,in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,"
+    "conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count );"
+    "CREATE UNIQUE INDEX `idx_perf_db` ON perf_db(solver, config);";
+
+Status sqlite_error(sqlite3* db, const char* what) {
+  return Status::error(StatusCode::kIoError, "perf DB: %s: %s", what, sqlite3_errmsg(db));
+}
+
+// Writes the rows that found a candidate into a fresh SQLite file at `path`.
+Status write_perf_db(const std::string& path, const std::string& solver, const std::vector<Row>& rows,
+                     size_t* written) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    Status s = sqlite_error(db, "open");
+    sqlite3_close(db);
+    return s;
+  }
+  struct Closer {
+    sqlite3* db;
+    ~Closer() { sqlite3_close(db); }
+  } closer{db};
+  if (sqlite3_exec(db, kPerfDbSchema, nullptr, nullptr, nullptr) != SQLITE_OK) return sqlite_error(db, "schema");
+  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return sqlite_error(db, "begin");
+  sqlite3_stmt* config = nullptr;
+  sqlite3_stmt* perf = nullptr;
+  const char* kConfig =
+      "INSERT OR IGNORE INTO config (layout,data_type,direction,spatial_dim,in_channels,in_h,in_w,"
+      "in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,conv_stride_h,"
+      "conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count) VALUES "
+      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  const char* kLookup =
+      "SELECT id FROM config WHERE layout=? AND data_type=? AND direction=? AND spatial_dim=? AND "
+      "in_channels=? AND in_h=? AND in_w=? AND in_d=? AND fil_h=? AND fil_w=? AND fil_d=? AND "
+      "out_channels=? AND batchsize=? AND pad_h=? AND pad_w=? AND pad_d=? AND conv_stride_h=? AND "
+      "conv_stride_w=? AND conv_stride_d=? AND dilation_h=? AND dilation_w=? AND dilation_d=? AND "
+      "bias=? AND group_count=?";
+  sqlite3_stmt* lookup = nullptr;
+  if (sqlite3_prepare_v2(db, kConfig, -1, &config, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, kLookup, -1, &lookup, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO perf_db (solver, config, params) VALUES (?,?,?)",
+                         -1, &perf, nullptr) != SQLITE_OK) {
+    Status s = sqlite_error(db, "prepare");
+    sqlite3_finalize(config);
+    sqlite3_finalize(lookup);
+    sqlite3_finalize(perf);
+    return s;
+  }
+  // MIOpen's columns, in the order above. Text columns take the symbolic names.
+  const ProblemField kColumns[] = {
+      ProblemField::kLayout, ProblemField::kDtype, ProblemField::kDir, ProblemField::kSpatialDim,
+      ProblemField::kC, ProblemField::kH, ProblemField::kW, ProblemField::kD, ProblemField::kY,
+      ProblemField::kX, ProblemField::kZ, ProblemField::kK, ProblemField::kN, ProblemField::kPadH,
+      ProblemField::kPadW, ProblemField::kPadD, ProblemField::kStrideH, ProblemField::kStrideW,
+      ProblemField::kStrideD, ProblemField::kDilH, ProblemField::kDilW, ProblemField::kDilD,
+      ProblemField::kBias, ProblemField::kG};
+  Status status;
+  *written = 0;
+  for (const Row& row : rows) {
+    if (!row.status) continue;
+    for (sqlite3_stmt* stmt : {config, lookup}) {
+      sqlite3_reset(stmt);
+      for (int i = 0; i < 24; ++i) {
+        const int64_t value = row.problem.get(kColumns[i]);
+        if (i < 3) {
+          const char* name = problem_symbol_name(kColumns[i], value);
+          sqlite3_bind_text(stmt, i + 1, name ? name : "?", -1, SQLITE_TRANSIENT);
+        } else {
+          sqlite3_bind_int64(stmt, i + 1, value);
+        }
+      }
+    }
+    if (sqlite3_step(config) != SQLITE_DONE || sqlite3_step(lookup) != SQLITE_ROW) {
+      status = sqlite_error(db, "insert config");
+      break;
+    }
+    const int64_t config_id = sqlite3_column_int64(lookup, 0);
+    const std::string params = values_text(row.best);
+    sqlite3_reset(perf);
+    sqlite3_bind_text(perf, 1, solver.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(perf, 2, config_id);
+    sqlite3_bind_text(perf, 3, params.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(perf) != SQLITE_DONE) {
+      status = sqlite_error(db, "insert perf_db");
+      break;
+    }
+  }
+  sqlite3_finalize(config);
+  sqlite3_finalize(lookup);
+  sqlite3_finalize(perf);
+  if (!status) return status;
+  if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return sqlite_error(db, "commit");
+  // A problem listed twice is one row (its key): count what the file holds.
+  sqlite3_stmt* count = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM perf_db", -1, &count, nullptr) != SQLITE_OK ||
+      sqlite3_step(count) != SQLITE_ROW) {
+    sqlite3_finalize(count);
+    return sqlite_error(db, "count");
+  }
+  *written = static_cast<size_t>(sqlite3_column_int64(count, 0));
+  sqlite3_finalize(count);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string cpp_table(const Model& model, const std::string& model_path, int beam,
+                      const std::string& name_space, const std::vector<Row>& rows) {
+  std::ostringstream o;
+  const int n = model.parameter_count();
+  o << "// Default tuning parameters generated by `tunecast table` from " << model_path
+    << " (beam " << beam << "). Do not edit.\n// One entry per problem of the list; `found` is false "
+    << "where no candidate satisfied the constraints\n// or the problem could not be encoded.\n"
+    << "#pragma once\n\n#include <cstdint>\n\n"
+    << "namespace " << name_space << " {\n\nconstexpr int kParameterCount = " << n << ";\n"
+    << "constexpr const char* kParameterNames[kParameterCount] = {";
+  for (int p = 0; p < n; ++p) o << (p ? ", " : "") << c_string(model.parameter_name(p));
+  o << "};\n\nstruct DefaultParameters {\n  const char* problem;  // --problem syntax\n"
+    << "  bool found;\n  int64_t values[kParameterCount];\n};\n\n"
+    << "constexpr DefaultParameters kDefaultParameters[] = {\n";
+  for (const Row& row : rows) {
+    o << "    {" << c_string(row.text) << ", " << (row.status ? "true" : "false") << ", {"
+      << (row.status ? values_text(row.best) : "") << "}},\n";
+  }
+  o << "};\n\n}  // namespace " << name_space << "\n";
+  return o.str();
+}
+
+std::string text_table(const Model& model, const std::vector<Row>& rows) {
+  std::string out = "# problem";
+  for (int p = 0; p < model.parameter_count(); ++p) out += std::string(p ? "," : "\t") + model.parameter_name(p);
+  out += "\n";
+  for (const Row& row : rows) {
+    out += row.text + "\t" + (row.status ? values_text(row.best) : std::string("# ") + row.status.message()) + "\n";
+  }
+  return out;
+}
+
+// Builds the DB in a private temporary file, then publishes its bytes atomically.
+Status perf_db_bytes(const std::string& solver, const std::vector<Row>& rows, std::string* bytes,
+                     size_t* written) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tunecast-table-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) return Status::error(StatusCode::kIoError, "cannot create a temporary file in %s", path.c_str());
+  close(fd);
+  Status status = write_perf_db(path, solver, rows, written);
+  if (status) status = codegen::read_file(path, bytes);
+  std::remove(path.c_str());
+  return status;
+}
+
+}  // namespace tunecast::cli::table
