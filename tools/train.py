@@ -36,7 +36,8 @@ def parse():
     ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
                     help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py")
     ap.add_argument("--solver", default="ConvAsm1x1U", choices=list(data.SOLVER_PARAMS))
-    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"], choices=list(data.ARCHS))
+    ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"],
+                    choices=list(data.ARCHS) + list(data.DEVICE_ARCHS))
     ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"], choices=list(data.DTYPES))
     ap.add_argument("--train-precision", nargs="+", default=None,
                     help="precisions used for training (default: --precision); e.g. add BF16 as extra data")
@@ -66,6 +67,9 @@ def parse():
                          "e.g. 0,4,1,2,3,5 emits position 4 second); the export records it as the "
                          "vocabulary's decode_order: the runtime decodes in that order, checks each rule "
                          "once its parameters are known, and returns vectors in the solver's order")
+    ap.add_argument("--near-optimal", type=float, default=0.0, metavar="F",
+                    help="timing DBs (timings/): also learn, for each training problem, every config "
+                         "within F (e.g. 0.03) of its fastest time, not only the fastest")
     ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
     ap.add_argument("--fit-on", default="train", choices=list(data.FIT_SPLITS),
                     help="train: keep the checkpoint that scores best on val; train+val: the refit of a "
@@ -199,7 +203,7 @@ def main():
     train_prec = args.train_precision or args.precision
     try:
         rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
-                         args.split_seed)
+                         args.split_seed, args.near_optimal)
     except (OSError, ValueError, sqlite3.Error) as e:
         sys.exit(f"train: {e}")
     param_names = data.in_decode_order(data.SOLVER_PARAMS[args.solver], args.param_order)

@@ -25,6 +25,10 @@ DTYPES = {"FP32": 0, "FP16": 1, "BF16": 2, "INT8": 3}
 LAYOUTS = {"NCHW": 0, "NHWC": 1, "NCDHW": 2, "NDHWC": 3}
 ARCHS = {"gfx900": 0, "gfx906": 1, "gfx908": 2, "gfx90a": 3, "gfx942": 4, "gfx1030": 5}
 SYMBOLS = {**DIRECTIONS, **DTYPES, **LAYOUTS, **ARCHS}
+# GPUs of the timing DBs that tools/gpu_timing records (timings/, decompressed as <gpu>_<SMs>.db):
+# not MIOpen archs, so their rows leave the problem's arch field unset (0) and a model trained on
+# one of them does not read it.
+DEVICE_ARCHS = ("h100",)
 PRECISION_OF = {v: k for k, v in DTYPES.items()}  # a row's dtype value -> "FP32", "FP16", ...
 
 # perf DB config column -> problem field. Order is the config table's (minus id); the split hash
@@ -48,6 +52,8 @@ SOLVER_PARAMS = {
                          "n_part_cnt", "read_size", "short_store", "data_prefetch"],
     "ConvAsmBwdWrW3x3": ["limit_wave_cnt", "reverse_inout", "chunk_size", "k_per_wave",
                          "pipe_lines_depth", "n_per_group"],
+    # tools/gpu_timing's Triton GEMM for 1x1 convolutions (timings/README.md)
+    "TritonGemm1x1": ["block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages"],
 }
 
 # Like the C++ tests: $TUNECAST_DATA_DIR, else the checkout's sibling ../shared/data.
@@ -83,8 +89,11 @@ def perfdb_path(perfdb_dir, arch):
     return paths[0]
 
 
-def extract(perfdb_dir, solvers, archs, precisions, split_seed=0):
-    """Rows (dicts) for every (solver, arch, precision) asked, straight from the SQLite perf DBs."""
+def extract(perfdb_dir, solvers, archs, precisions, split_seed=0, near_optimal=0.0):
+    """Rows (dicts) for every (solver, arch, precision) asked, straight from the SQLite perf DBs.
+    With `near_optimal` > 0 and a timing DB (timings/: a `timings` table beside perf_db), each
+    training problem also gives one row per other config within that fraction of its fastest time
+    (`near_optimal` rows): the model learns what runs well, not only the one fastest vector."""
     rows = []
     for arch in archs:
         con = sqlite3.connect(f"file:{perfdb_path(perfdb_dir, arch)}?mode=ro", uri=True)
@@ -97,12 +106,30 @@ def extract(perfdb_dir, solvers, archs, precisions, split_seed=0):
             for col, field in CONFIG_COLUMNS:
                 v = r[col]
                 row[field] = SYMBOLS[v] if field in ("dir", "dtype", "layout") else int(v)
-            row["arch"] = ARCHS[arch]
+            row["arch"] = ARCHS.get(arch, 0)  # DEVICE_ARCHS: unset
             row["split"] = split_of(descriptor_text(r), split_seed)
             row["params"] = [int(t) for t in r["params"].split(",")]
             rows.append(row)
+            if near_optimal > 0 and row["split"] == "train" and _has_timings(con):
+                for params in _near_optimal(con, r["id"], r["params"], near_optimal):
+                    rows.append({**row, "params": [int(t) for t in params.split(",")], "near_optimal": True})
         con.close()
     return rows
+
+
+def _has_timings(con):
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'timings'").fetchone() is not None
+
+
+def _near_optimal(con, config_id, best, fraction):
+    """Configs of one problem (other than `best`) that ran within `fraction` of its fastest time."""
+    fastest = con.execute("SELECT MIN(time_us) FROM timings WHERE config = ? AND status = 'ok'",
+                          (config_id,)).fetchone()[0]
+    if fastest is None:
+        return []
+    return [p for (p,) in con.execute(
+        "SELECT params FROM timings WHERE config = ? AND status = 'ok' AND time_us <= ? "
+        "ORDER BY time_us, params", (config_id, fastest * (1 + fraction))) if p != best]
 
 
 CSV_COLUMNS = ["solver", "arch_name", "config_id", "split"] + FIELDS + ["params"]
@@ -130,10 +157,12 @@ def read_csv(path):
     return rows
 
 
-def load(data, solvers, archs, precisions, split_seed=0):
+def load(data, solvers, archs, precisions, split_seed=0, near_optimal=0.0):
     """Rows from an extracted CSV (a file, or a folder holding <solver>.csv) or from a perf DB folder."""
     if os.path.isdir(data) and glob.glob(os.path.join(data, "*.db")):
-        return extract(data, solvers, archs, precisions, split_seed)
+        return extract(data, solvers, archs, precisions, split_seed, near_optimal)
+    if near_optimal > 0:
+        raise ValueError("--near-optimal needs a timing DB folder (timings/), not CSV data")
     paths = [data] if os.path.isfile(data) else [os.path.join(data, f"{s}.csv") for s in solvers]
     rows = []
     for p in paths:
