@@ -9,6 +9,7 @@
 #include "tunecast/simd.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #define TUNECAST_SIMD_X86 1
 #else
 #define TUNECAST_SIMD_X86 0  // the one portable level (named sse2) is all there is
@@ -45,6 +46,15 @@ SimdLevel initial_level() {
   }
   return best_simd_level();
 }
+
+#if TUNECAST_SIMD_X86
+// F16C from cpuid leaf 1 (Clang 14's __builtin_cpu_supports has no "f16c"); the AVX check beside
+// it already covers the OS's saved vector state.
+bool cpu_has_f16c() {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
 
 const simd::LayerTable& table() {
   const simd::LayerTable* t = active_table.load(std::memory_order_relaxed);
@@ -88,8 +98,7 @@ bool simd_level_supported(SimdLevel level) {
   switch (level) {
     case SimdLevel::kSse2: return true;
     case SimdLevel::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case SimdLevel::kAvx512:
       return simd_level_supported(SimdLevel::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
