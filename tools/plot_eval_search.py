@@ -4,11 +4,12 @@ tuning strategy (geometric mean over problems, solid; 10th percentile, dotted), 
 
 usage: plot_eval_search.py EVAL_SEARCH.json OUT.png   (or OUT.svg / OUT.pdf)
 """
+import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import eval_results, files  # noqa: E402
+from tunecast_train import files  # noqa: E402
 
 FORMATS = (".png", ".svg", ".pdf")
 LABELS = {
@@ -21,6 +22,21 @@ LABELS = {
 }
 
 
+def read(path):
+    """The result in `path`, or a one-line exit naming what is wrong with it."""
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except OSError as e:
+        sys.exit(f"plot_eval_search.py: cannot read {path}: {e.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        sys.exit(f"plot_eval_search.py: {path} is not JSON ({e})")
+    missing = [key for key in ("n", "budgets", "strategies") if not isinstance(result, dict) or key not in result]
+    if missing:
+        sys.exit(f"plot_eval_search.py: {path} is not a `tunecast eval-search --json` result (no {', '.join(missing)})")
+    return result
+
+
 def main():
     if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -28,7 +44,7 @@ def main():
     out = sys.argv[2]
     if not out.lower().endswith(FORMATS):
         sys.exit(f"plot_eval_search.py: {out}: the plot's name must end with {', '.join(FORMATS)}")
-    result = eval_results.read(sys.argv[1], "plot_eval_search.py", keys=("n", "budgets", "strategies"))
+    result = read(sys.argv[1])
     try:  # after the checks of the arguments, which need no matplotlib
         import matplotlib
         matplotlib.use("Agg")
@@ -37,7 +53,10 @@ def main():
         sys.exit("plot_eval_search.py: needs matplotlib (Debian: python3-matplotlib)")
     budgets = sorted(int(b) for b in result["budgets"])
     fig, ax = plt.subplots(figsize=(7.0, 4.4))
-    for name, per_budget in result["strategies"].items():
+    strategies = result["strategies"]
+    order = [n for n in LABELS if n in strategies] + [n for n in strategies if n not in LABELS]
+    for name in order:
+        per_budget = strategies[name]
         try:
             speeds = [per_budget[str(b)]["geomean_speed"] for b in budgets]
             p10 = [per_budget[str(b)]["p10_speed"] for b in budgets]

@@ -226,15 +226,20 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     c.positions = positions;
     status = db.timings(chosen[i]->config_id, &c.timings);
     if (!status) return fail(status);
+    if (c.timings.size() > 0 && c.timings.configs()[0].size() != names.size()) {
+      return fail(Status::error(StatusCode::kInvalidArgument,
+                                "--timings %s: config %lld's recorded configs have %zu values, the model has %zu parameters",
+                                args.get("timings").c_str(), static_cast<long long>(chosen[i]->config_id),
+                                c.timings.configs()[0].size(), names.size()));
+    }
     if (!c.timings.has_optimum()) {
       ++without_optimum;
       continue;
     }
     status = evaluation.add(model, c, i);
     if (!status) {
-      char text[512];
-      format_problem(c.problem, text, sizeof text);
-      return fail(Status::error(status.code(), "problem %s: %s", text, status.message()));
+      return fail(Status::error(status.code(), "%s (the problem of config %lld)", status.message(),
+                                static_cast<long long>(chosen[i]->config_id)));
     }
     const auto now = std::chrono::steady_clock::now();
     if (!args.has("json") && now - last >= std::chrono::seconds(2)) {

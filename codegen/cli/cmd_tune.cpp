@@ -265,6 +265,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
           }
         }
       }
+      if (status && positions.empty() && recording.timings.size() > 0 &&
+          recording.timings.configs()[0].size() != names.size()) {
+        status = Status::error(StatusCode::kInvalidArgument, "its configs have %zu values, the model has %zu parameters",
+                               recording.timings.configs()[0].size(), names.size());
+      }
       if (!status) return fail(Status::error(status.code(), "--replay %s: %s", args.get("replay").c_str(), status.message()));
       if (recording.cache) {
         std::fprintf(stderr, "tune: note: %s holds one problem's measurements; --problem is taken to be it\n",
