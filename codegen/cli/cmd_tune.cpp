@@ -63,7 +63,7 @@ struct Recording {
 
 Status read_recording(const std::string& path, const Args& args, const std::optional<Problem>& problem,
                       Recording* out) {
-  if (is_sqlite_file(path)) {
+  if (is_sqlite_file(path) || codegen::is_xz_file(path)) {
     codegen::TimingDb db;
     TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, args.get("solver"), &db));
     if (!problem) {

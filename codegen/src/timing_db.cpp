@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <set>
 
@@ -63,6 +65,20 @@ std::string field_text(ProblemField field, int64_t value) {
   return symbol ? symbol : std::to_string(value);
 }
 
+// "dir=F,dtype=FP32,n=4,c=64,..." without the fields that hold their defaults (pads 0, strides 1...),
+// so that messages stay short enough to name the file.
+std::string short_problem_text(const Problem& problem) {
+  Problem defaults;
+  apply_problem_defaults(&defaults);
+  std::string text;
+  for (int f = 0; f < kProblemFieldCount; ++f) {
+    const auto field = static_cast<ProblemField>(f);
+    if (!problem.has(field) || (defaults.has(field) && defaults.get(field) == problem.get(field))) continue;
+    text += (text.empty() ? "" : ",") + std::string(problem_field_name(field)) + "=" + field_text(field, problem.get(field));
+  }
+  return text;
+}
+
 }  // namespace
 
 void ProblemTimings::add(std::vector<int64_t> values, Timing timing) {
@@ -91,8 +107,19 @@ std::vector<int64_t> ProblemTimings::values_of(size_t p) const {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+bool is_xz_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[6] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 6 && std::memcmp(head, "\xFD" "7zXZ\0", 6) == 0;
+}
+
 Status TimingDb::open(const std::string& path, const std::string& solver, TimingDb* out) {
   *out = TimingDb();
+  if (is_xz_file(path)) {
+    return Status::error(StatusCode::kInvalidArgument, "%s is xz-compressed: decompress it first (xz -dk %s)",
+                         path.c_str(), path.c_str());
+  }
   TUNECAST_RETURN_IF_ERROR(PerfDb::open(path, &out->db_));
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
@@ -214,11 +241,10 @@ Status TimingDb::find_problem(const Problem& problem, size_t* index) const {
     *index = matches[0];
     return Status::ok();
   }
-  char text[512];
-  format_problem(problem, text, sizeof text);
+  const std::string text = short_problem_text(problem);
   if (matches.empty()) {
-    return Status::error(StatusCode::kNotFound, "problem %s is not in timing DB %s (%zu %s problems recorded)", text,
-                         path().c_str(), problems_.size(), solver_.c_str());
+    return Status::error(StatusCode::kNotFound, "problem %s is not in timing DB %s (%zu %s problems recorded)",
+                         text.c_str(), path().c_str(), problems_.size(), solver_.c_str());
   }
   // Name the fields whose values differ among the matches: those the user should add.
   std::string differing;
@@ -231,8 +257,8 @@ Status TimingDb::find_problem(const Problem& problem, size_t* index) const {
                    (values.size() > 2 ? ", ..." : "") + ")";
     }
   }
-  return Status::error(StatusCode::kInvalidArgument, "problem %s matches %zu problems of timing DB %s: give %s", text,
-                       matches.size(), path().c_str(), differing.c_str());
+  return Status::error(StatusCode::kInvalidArgument, "problem %s matches %zu problems of timing DB %s: give %s",
+                       text.c_str(), matches.size(), path().c_str(), differing.c_str());
 }
 
 Status map_parameters(const std::vector<std::string>& model_names, const std::vector<std::string>& recorded_names,

@@ -83,6 +83,9 @@ class TimingDb {
   std::map<std::string, std::string> meta_;
 };
 
+// Whether `path` starts with xz's magic bytes (the repository keeps timing DBs compressed).
+bool is_xz_file(const std::string& path);
+
 // Parameter positions of the model in the recording: out[p] = the recording's index of the
 // model's parameter p. By name when the recording names its parameters, else the same order
 // (counts must agree).
