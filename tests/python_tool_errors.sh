@@ -29,6 +29,8 @@ expect_error "cannot read $work/absent.json" $py "$tools/plot_eval.py" "$work/ab
 echo '{}' > "$work/empty.json"
 expect_error "is not a \`tunecast eval --json\` result (no n, perfect)" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.png"
 expect_error "must end with .png, .svg, .pdf" $py "$tools/plot_eval.py" "$work/empty.json" "$work/p.txt"
+expect_error "is not a \`tunecast eval-search --json\` result (no n, budgets, strategies)" $py "$tools/plot_eval_search.py" "$work/empty.json" "$work/p.png"
+expect_error "must end with .png, .svg, .pdf" $py "$tools/plot_eval_search.py" "$work/empty.json" "$work/p.txt"
 printf 'good: --smoke\nno colon here\n' > "$work/plan.txt"
 expect_error "plan.txt:2: expected \`NAME: train.py arguments\`" $py "$research/sweep.py" "$work/plan.txt" --out "$work/s"
 printf 'bad: --smoke --model nope\n' > "$work/plan.txt"

@@ -93,5 +93,7 @@ int cmd_emit_cpp(const std::vector<std::string>& args);
 int cmd_embed(const std::vector<std::string>& args);
 int cmd_table(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
+int cmd_tune(const std::vector<std::string>& args);
+int cmd_eval_search(const std::vector<std::string>& args);
 
 }  // namespace tunecast::cli

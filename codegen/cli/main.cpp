@@ -28,6 +28,10 @@ const Command kCommands[] = {
      "predict a list of problems into a C++ table, a MIOpen perf DB or text"},
     {"eval", tunecast::cli::cmd_eval,
      "score a model on a perf DB (perfect@k, per-parameter accuracy) next to baselines"},
+    {"tune", tunecast::cli::cmd_tune,
+     "tune one problem: the predictor's candidates, then coordinate descent, benchmarked"},
+    {"eval-search", tunecast::cli::cmd_eval_search,
+     "compare tuning strategies per benchmark budget on recorded timings"},
 };
 
 void print_help() {

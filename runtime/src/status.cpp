@@ -12,6 +12,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kNoValidCandidate: return "no valid candidate";
     case StatusCode::kNotFound: return "not found";
     case StatusCode::kIoError: return "i/o error";
+    case StatusCode::kAborted: return "aborted";
   }
   return "unknown";
 }

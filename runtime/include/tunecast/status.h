@@ -18,6 +18,7 @@ enum class StatusCode : int {
   kNoValidCandidate,  // every candidate broke a constraint, or the end token won (MIOpen policy)
   kNotFound,          // missing file or field
   kIoError,           // unreadable file, failed write
+  kAborted,           // the caller's callback stopped the work (BenchmarkStatus::kAbort)
 };
 
 const char* status_code_name(StatusCode code);

@@ -1,0 +1,234 @@
+#include "bench_command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace tunecast::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The line as received, for messages: printable, at most 60 characters.
+std::string shown(const std::string& line) {
+  std::string out;
+  for (char c : line.substr(0, 60)) out += (c >= 32 && c < 127) ? c : '?';
+  return line.size() > 60 ? out + "..." : out;
+}
+
+std::string values_text(const int64_t* values, int count) {
+  std::string text;
+  for (int i = 0; i < count; ++i) text += (i ? "," : "") + std::to_string(values[i]);
+  return text;
+}
+
+}  // namespace
+
+BenchCommand::~BenchCommand() {
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ >= 0) close(from_child_);
+  if (pid_ > 0 && !reaped_) {
+    kill_group();
+    waitpid(pid_, &wait_status_, 0);
+  }
+}
+
+Status BenchCommand::start(const std::string& command, const std::vector<std::string>& environment,
+                           double timeout_seconds) {
+  timeout_ = timeout_seconds;
+  // A child that dies while we write must not kill us with SIGPIPE: write() then says EPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return Status::error(StatusCode::kIoError, "--bench-cmd: pipe: %s", std::strerror(errno));
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return Status::error(StatusCode::kIoError, "--bench-cmd: pipe: %s", std::strerror(errno));
+  }
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    bool replaced = false;
+    for (const std::string& mine : environment) {
+      const std::string name = mine.substr(0, mine.find('=') + 1);
+      replaced = replaced || entry.compare(0, name.size(), name) == 0;
+    }
+    if (!replaced) env_strings.push_back(entry);
+  }
+  env_strings.insert(env_strings.end(), environment.begin(), environment.end());
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);  // its own group: a timeout ends the command and its children
+  std::string shell_command = command;
+  char sh[] = "/bin/sh", dash_c[] = "-c";
+  char* argv[] = {sh, dash_c, shell_command.data(), nullptr};
+  const int rc = posix_spawn(&pid_, "/bin/sh", &actions, &attributes, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(in[0]);
+  close(out[1]);
+  to_child_ = in[1];
+  from_child_ = out[0];
+  if (rc != 0) {
+    pid_ = -1;
+    return Status::error(StatusCode::kIoError, "--bench-cmd: cannot start /bin/sh: %s", std::strerror(rc));
+  }
+  return Status::ok();
+}
+
+void BenchCommand::kill_group() {
+  if (pid_ > 0 && !reaped_) kill(-pid_, SIGKILL);
+}
+
+std::string BenchCommand::exit_text() {
+  if (pid_ <= 0) return "";
+  if (!reaped_) {
+    // It closed its output: give it a moment to exit so that its status can be told.
+    for (int i = 0; i < 100 && !reaped_; ++i) {
+      if (waitpid(pid_, &wait_status_, WNOHANG) == pid_) {
+        reaped_ = true;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
+  if (!reaped_) return "";
+  if (WIFEXITED(wait_status_)) return " (it exited with status " + std::to_string(WEXITSTATUS(wait_status_)) + ")";
+  if (WIFSIGNALED(wait_status_)) return " (it was killed by signal " + std::to_string(WTERMSIG(wait_status_)) + ")";
+  return "";
+}
+
+bool BenchCommand::read_line(std::string* line, double timeout_seconds) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  for (;;) {
+    const size_t newline = buffer_.find('\n');
+    if (newline != std::string::npos) {
+      *line = buffer_.substr(0, newline);
+      buffer_.erase(0, newline + 1);
+      return true;
+    }
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (left <= 0.0) {
+      errno = ETIMEDOUT;
+      return false;
+    }
+    pollfd fd{from_child_, POLLIN, 0};
+    const int ready = poll(&fd, 1, static_cast<int>(std::min(left * 1000.0 + 1.0, 1e9)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;  // the deadline check above ends it
+    char chunk[4096];
+    const ssize_t n = read(from_child_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      errno = 0;  // end of output
+      *line = buffer_;
+      return false;
+    }
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time) {
+  ++candidates_;
+  const std::string candidate = values_text(values, count);
+  const std::string text = candidate + "\n";
+  for (size_t written = 0; written < text.size();) {
+    const ssize_t n = write(to_child_, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = errno == EPIPE ? "it closed its input" : std::strerror(errno);
+      error_ = Status::error(StatusCode::kIoError, "--bench-cmd: cannot send candidate %d (%s): %s%s", candidates_,
+                             candidate.c_str(), why.c_str(), exit_text().c_str());
+      return BenchmarkStatus::kAbort;
+    }
+    written += static_cast<size_t>(n);
+  }
+  std::string line;
+  if (!read_line(&line, timeout_)) {
+    if (errno == ETIMEDOUT) {
+      kill_group();
+      error_ = Status::error(StatusCode::kIoError,
+                             "--bench-cmd: no answer to candidate %d (%s) within %g s (--bench-timeout); the command "
+                             "was killed",
+                             candidates_, candidate.c_str(), timeout_);
+    } else {
+      error_ = Status::error(StatusCode::kIoError, "--bench-cmd: the command ended its output before answering candidate %d (%s)%s%s%s",
+                             candidates_, candidate.c_str(), line.empty() ? "" : "; it had written '",
+                             line.empty() ? "" : (shown(line) + "' with no newline").c_str(), exit_text().c_str());
+    }
+    return BenchmarkStatus::kAbort;
+  }
+  std::string answer = line;
+  while (!answer.empty() && std::isspace(static_cast<unsigned char>(answer.back()))) answer.pop_back();
+  size_t first = 0;
+  while (first < answer.size() && std::isspace(static_cast<unsigned char>(answer[first]))) ++first;
+  answer.erase(0, first);
+  if (answer == "fail" || answer == "FAIL" || answer == "Fail") return BenchmarkStatus::kFailed;
+  char* end = nullptr;
+  const double t = answer.empty() ? 0.0 : std::strtod(answer.c_str(), &end);
+  if (answer.empty() || *end != '\0' || !std::isfinite(t) || t < 0.0) {
+    error_ = Status::error(StatusCode::kInvalidArgument,
+                           "--bench-cmd: the answer to candidate %d (%s) was '%s': expected a time (a number >= 0) "
+                           "or 'fail', one line per candidate",
+                           candidates_, candidate.c_str(), shown(line).c_str());
+    return BenchmarkStatus::kAbort;
+  }
+  *time = t;
+  return BenchmarkStatus::kOk;
+}
+
+void BenchCommand::finish(double grace_seconds, std::string* note) {
+  if (to_child_ >= 0) {
+    close(to_child_);
+    to_child_ = -1;
+  }
+  if (pid_ <= 0) return;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_seconds));
+  while (!reaped_) {
+    if (waitpid(pid_, &wait_status_, WNOHANG) == pid_) {
+      reaped_ = true;
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      kill_group();
+      waitpid(pid_, &wait_status_, 0);
+      reaped_ = true;
+      *note = "the benchmark command was still running " + std::to_string(static_cast<int>(grace_seconds)) +
+              " s after its input closed; it was killed";
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(wait_status_) && WEXITSTATUS(wait_status_) != 0) {
+    *note = "the benchmark command exited with status " + std::to_string(WEXITSTATUS(wait_status_)) +
+            " after its last answer";
+  } else if (WIFSIGNALED(wait_status_)) {
+    *note = "the benchmark command was killed by signal " + std::to_string(WTERMSIG(wait_status_));
+  }
+}
+
+}  // namespace tunecast::cli

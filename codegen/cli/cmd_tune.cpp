@@ -1,0 +1,485 @@
+// tune: a tuning search for one problem (tunecast::search): the predictor's best candidates, then
+// coordinate descent, measured by the user's benchmark process (--bench-cmd) or looked up in
+// recorded measurements (--replay: a timing DB or a Kernel Tuner file). docs/search.md.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_command.h"
+#include "cli.h"
+#include "tunecast/codegen/timing_db.h"
+#include "tunecast/codegen/tuning_cache.h"
+#include "tunecast/search.h"
+
+namespace tunecast::cli {
+namespace {
+
+using codegen::ProblemTimings;
+
+Status parse_double(const Args& args, const std::string& name, double fallback, double* out) {
+  *out = fallback;
+  if (!args.has(name)) return Status::ok();
+  const std::string text = args.get(name);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+    return Status::error(StatusCode::kInvalidArgument, "option --%s needs a number, got '%.40s'", name.c_str(),
+                         text.c_str());
+  }
+  *out = value;
+  return Status::ok();
+}
+
+std::string joined(const std::vector<std::string>& items, const char* separator = ",") {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+// Whether `path` starts like an SQLite file (a timing DB) rather than JSON (Kernel Tuner).
+bool is_sqlite_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+// The measurements a replay answers from, and how to print values.
+struct Recording {
+  ProblemTimings timings;                 // a timing DB's problem, or a Kernel Tuner file's configs
+  std::vector<std::string> names;         // the recording's parameter names (may be empty for a DB)
+  std::optional<codegen::TuningCache> cache;
+  std::string unit;
+  std::string description;                // "timing DB X, problem Y" / "T4 file X"
+  std::vector<int64_t> default_config;    // a timing DB's meta default_config (recording order)
+};
+
+Status read_recording(const std::string& path, const Args& args, const std::optional<Problem>& problem,
+                      Recording* out) {
+  if (is_sqlite_file(path) || codegen::is_xz_file(path)) {
+    codegen::TimingDb db;
+    TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, args.get("solver"), &db));
+    if (!problem) {
+      return Status::error(StatusCode::kInvalidArgument, "--replay %s is a timing DB: give the --problem to look up",
+                           path.c_str());
+    }
+    size_t index = 0;
+    TUNECAST_RETURN_IF_ERROR(db.find_problem(*problem, &index));
+    TUNECAST_RETURN_IF_ERROR(db.timings(db.problems()[index].config_id, &out->timings));
+    out->names = db.parameter_names();
+    out->unit = db.meta("time_unit").value_or("us");
+    char text[512];
+    format_problem(db.problems()[index].problem, text, sizeof text);
+    out->description = "timing DB " + path + " (" + db.solver() + ", " + text + ")";
+    if (const std::optional<std::string> d = db.meta("default_config")) {
+      if (!parse_param_list(*d, &out->default_config)) {
+        return Status::error(StatusCode::kInvalidArgument, "timing DB %s: meta default_config '%s' is not a list of integers",
+                             path.c_str(), d->c_str());
+      }
+    }
+    if (out->timings.size() == 0) {
+      return Status::error(StatusCode::kNotFound, "timing DB %s records no timings for %s", path.c_str(), text);
+    }
+    return Status::ok();
+  }
+  codegen::TuningCache cache;
+  TUNECAST_RETURN_IF_ERROR(codegen::read_tuning_cache(path, &cache));
+  out->names = cache.names;
+  out->unit = cache.unit;
+  out->description = cache.format + " file " + path;
+  out->timings = cache.timings;
+  out->cache = std::move(cache);
+  return Status::ok();
+}
+
+// "--start 64,32,8": the values of the recording's parameters (labels for Kernel Tuner's
+// non-integer parameters, with or without their JSON quotes).
+Status parse_start(const std::string& text, const Recording& rec, size_t count, std::vector<int64_t>* out) {
+  out->clear();
+  std::vector<std::string> items;
+  for (size_t start = 0;;) {
+    const size_t end = text.find(',', start);
+    items.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (items.size() != count) {
+    return Status::error(StatusCode::kInvalidArgument, "--start has %zu values, the space %zu parameters", items.size(),
+                         count);
+  }
+  for (size_t p = 0; p < count; ++p) {
+    const std::string& item = items[p];
+    if (rec.cache && rec.cache->indexed[p]) {
+      const auto& labels = rec.cache->labels[p];
+      auto it = std::find_if(labels.begin(), labels.end(),
+                             [&](const std::string& l) { return l == item || l == "\"" + item + "\""; });
+      if (it == labels.end()) {
+        return Status::error(StatusCode::kInvalidArgument, "--start: '%s' is not a value of %s", item.c_str(),
+                             rec.names[p].c_str());
+      }
+      out->push_back(it - labels.begin());
+      continue;
+    }
+    std::vector<int64_t> one;
+    if (!parse_param_list(item, &one) || one.size() != 1) {
+      return Status::error(StatusCode::kInvalidArgument, "--start: '%s' is not an integer", item.c_str());
+    }
+    out->push_back(one[0]);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmd_tune(const std::vector<std::string>& argv) {
+  Args args;
+  Status status = args.parse(argv,
+                             {"problem", "budget", "bench-cmd", "bench-timeout", "replay", "start", "beam", "explore",
+                              "max-radius", "max-moved", "recheck", "recheck-ratio", "time-limit", "solver"},
+                             {"json", "quiet"});
+  if (args.has("help")) {
+    std::printf(
+        "usage: tunecast tune MODEL.tcm --problem FIELDS --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
+        "       tunecast tune --replay KERNEL_TUNER.json --budget N [--start V1,V2,...]\n"
+        "                    [--beam W] [--explore E] [--max-radius R] [--max-moved M]\n"
+        "                    [--recheck RUNS] [--recheck-ratio X] [--time-limit S] [--bench-timeout S]\n"
+        "                    [--solver NAME] [--json] [--quiet]\n\n"
+        "Tunes one problem within a budget of benchmarks: the model's constrained beam proposes its\n"
+        "best distinct candidates (explore), then coordinate descent moves from the best measured\n"
+        "config over each parameter's values (exploit). Every proposal passes the model's\n"
+        "constraints before it is measured. docs/search.md has the details.\n\n"
+        "  --budget N        benchmark calls at most (re-measurements included)\n"
+        "  --bench-cmd CMD   started once with /bin/sh -c, TUNECAST_PROBLEM and TUNECAST_PARAMS\n"
+        "                    (comma-separated names) in its environment; tunecast writes one\n"
+        "                    candidate per line on its stdin (values comma-separated, e.g.\n"
+        "                    128,64,32,8,4,3) and reads one line back: a time (microseconds by\n"
+        "                    convention) or 'fail'. Anything else, end of output, or no answer\n"
+        "                    within --bench-timeout seconds (default 600) stops with an error.\n"
+        "  --replay TIMINGS  answers from recorded measurements: a timing DB (perf-DB-like\n"
+        "                    SQLite with a timings table; --problem picks the row, --solver the\n"
+        "                    solver when the DB holds several) or Kernel Tuner's T4 results or\n"
+        "                    cache JSON. A config the recording lacks is answered 'fail'.\n"
+        "                    Without MODEL: coordinate descent over the recording's values from\n"
+        "                    --start (default: a timing DB's default_config, else the first\n"
+        "                    config that ran, in file order); no constraints are known.\n"
+        "  --beam W          the predictor's beam (default max(10, the model's search_width))\n"
+        "  --explore E       beam candidates benchmarked first (default min(W, budget / 2))\n"
+        "  --max-radius R    widest coordinate step in value positions (default 0: the space's)\n"
+        "  --max-moved M     parameters one step changes at once (default 2)\n"
+        "  --recheck RUNS    MIOpen's rule: a config within --recheck-ratio (default 1.10) of the\n"
+        "                    best is measured RUNS more times, compared by medians (default 0)\n"
+        "  --time-limit S    stop before a benchmark once S seconds have passed\n"
+        "  --json            {\"best\", \"time\", \"benchmarks\", \"history\": [{\"values\", \"time\",\n"
+        "                    \"phase\", \"repeat\"}], ...; with --replay \"optimum\", \"speed\"}\n"
+        "  --quiet           no progress lines on stderr\n\n"
+        "Progress (one line per benchmark) and notes go to stderr, results to stdout.\n"
+        "Exit status: 0 ok, 2 bad arguments, 3 nothing ran successfully, 1 other errors.\n");
+    return 0;
+  }
+  if (!status) return usage_error("tune", status.message());
+  if (args.positional().size() > 1) return usage_error("tune", "expected at most one MODEL");
+  const bool have_model = args.positional().size() == 1;
+  if (args.has("bench-cmd") == args.has("replay")) return usage_error("tune", "give one of --bench-cmd and --replay");
+  if (!args.has("budget")) return usage_error("tune", "give --budget N (benchmark calls)");
+  if (have_model && !args.has("problem")) return usage_error("tune", "give --problem (the problem to tune)");
+  if (!have_model && args.has("bench-cmd")) {
+    return usage_error("tune", "--bench-cmd needs a MODEL (without one, --replay a recording gives the space)");
+  }
+  if (have_model && args.has("start")) return usage_error("tune", "--start is for a search without a model");
+
+  SearchOptions options;
+  int recheck = 0;
+  double bench_timeout = 600.0;
+  status = args.get_int("budget", 0, &options.budget);
+  if (status) status = args.get_int("max-radius", options.max_radius, &options.max_radius);
+  if (status) status = args.get_int("max-moved", options.max_moved, &options.max_moved);
+  if (status) status = args.get_int("recheck", 0, &recheck);
+  if (status) status = parse_double(args, "recheck-ratio", options.recheck_ratio, &options.recheck_ratio);
+  if (status) status = parse_double(args, "time-limit", 0.0, &options.time_limit);
+  if (status) status = parse_double(args, "bench-timeout", 600.0, &bench_timeout);
+  if (status && bench_timeout <= 0.0) status = Status::error(StatusCode::kInvalidArgument, "--bench-timeout must be positive");
+  if (!status) return usage_error("tune", status.message());
+  options.recheck_runs = recheck;
+
+  std::optional<Problem> problem;
+  if (args.has("problem")) {
+    Problem p;
+    status = parse_problem(args.get("problem"), &p);
+    if (!status) return fail(status);
+    problem = p;
+  }
+
+  LoadedModel loaded;
+  std::vector<std::string> names;  // the searched parameters, in search order
+  if (have_model) {
+    status = load_model_file(args.positional()[0], &loaded);
+    if (!status) return fail(status);
+    const Model& model = loaded.model;
+    if (!model.is_seq2seq() || model.root()->encoding() == nullptr) {
+      return fail(Status::error(StatusCode::kInvalidArgument,
+                                "%s cannot tune from a problem: it is not a sequence-to-sequence predictor with a "
+                                "feature encoding",
+                                args.positional()[0].c_str()));
+    }
+    for (int p = 0; p < model.parameter_count(); ++p) names.push_back(model.parameter_name(p));
+    int width = 1;
+    status = model_search_width(model, &width);
+    if (!status) return fail(status);
+    options.beam_width = std::max(10, width);
+    status = args.get_int("beam", options.beam_width, &options.beam_width);
+    if (status) status = check_beam_width("beam width", options.beam_width);
+    if (status) status = args.get_int("explore", -1, &options.explore);
+    if (status && args.has("explore") && (options.explore < 1 || options.explore > options.beam_width)) {
+      status = Status::error(StatusCode::kInvalidArgument, "--explore %d is outside 1..%d (the beam width)",
+                             options.explore, options.beam_width);
+    }
+    if (!status) return usage_error("tune", status.message());
+  } else if (args.has("beam") || args.has("explore")) {
+    return usage_error("tune", "--beam and --explore need a MODEL");
+  }
+
+  // The benchmark: a process, or a recording.
+  Recording recording;
+  std::vector<int> positions;  // search parameter p -> recording column
+  BenchCommand command;
+  codegen::Replay replay;
+  std::vector<std::vector<int64_t>> space_values;
+  std::vector<int64_t> start;
+  if (args.has("replay")) {
+    status = read_recording(args.get("replay"), args, problem, &recording);
+    if (!status) return fail(status);
+    if (have_model) {
+      status = codegen::map_parameters(names, recording.names, &positions);
+      if (status && recording.cache) {
+        for (size_t p = 0; p < recording.cache->indexed.size(); ++p) {
+          if (recording.cache->indexed[p]) {
+            status = Status::error(StatusCode::kInvalidArgument, "%s: parameter '%s' has non-integer values: a model's parameters are integers",
+                                   args.get("replay").c_str(), recording.names[p].c_str());
+          }
+        }
+      }
+      if (status && positions.empty() && recording.timings.size() > 0 &&
+          recording.timings.configs()[0].size() != names.size()) {
+        status = Status::error(StatusCode::kInvalidArgument, "its configs have %zu values, the model has %zu parameters",
+                               recording.timings.configs()[0].size(), names.size());
+      }
+      if (!status) return fail(Status::error(status.code(), "--replay %s: %s", args.get("replay").c_str(), status.message()));
+      if (recording.cache) {
+        std::fprintf(stderr, "tune: note: %s holds one problem's measurements; --problem is taken to be it\n",
+                     recording.description.c_str());
+      }
+    } else {
+      const size_t count = recording.cache ? recording.cache->names.size()
+                                           : (recording.timings.configs().empty() ? 0 : recording.timings.configs()[0].size());
+      if (count == 0 || count > static_cast<size_t>(kMaxParameters)) {
+        return fail(Status::error(StatusCode::kInvalidArgument, "%s: %zu parameters (1..%d searchable)",
+                                  recording.description.c_str(), count, kMaxParameters));
+      }
+      for (size_t p = 0; p < count; ++p) {
+        space_values.push_back(recording.cache ? recording.cache->values[p] : recording.timings.values_of(p));
+        if (recording.names.size() != count) names.push_back("p" + std::to_string(p));
+      }
+      if (recording.names.size() == count) names = recording.names;
+      if (args.has("start")) {
+        status = parse_start(args.get("start"), recording, count, &start);
+        if (!status) return usage_error("tune", status.message());
+      } else if (!recording.default_config.empty()) {
+        start = recording.default_config;
+      } else {
+        for (const auto& config : recording.timings.configs()) {
+          if (recording.timings.find(config)->ok) {
+            start = config;
+            break;
+          }
+        }
+        if (start.empty()) return fail(Status::error(StatusCode::kNotFound, "%s: no config ran", recording.description.c_str()));
+      }
+    }
+    replay.timings = &recording.timings;
+    replay.positions = positions;
+  } else {
+    status = command.start(args.get("bench-cmd"),
+                           {"TUNECAST_PROBLEM=" + args.get("problem"), "TUNECAST_PARAMS=" + joined(names)}, bench_timeout);
+    if (!status) return fail(status);
+  }
+
+  // Values as printed: labels for a Kernel Tuner file's non-integer parameters.
+  auto value_text = [&](size_t p, int64_t v) {
+    return recording.cache ? recording.cache->label(p, v) : std::to_string(v);
+  };
+  auto values_text = [&](const int64_t* values) {
+    std::string text;
+    for (size_t p = 0; p < names.size(); ++p) text += (p ? "," : "") + value_text(p, values[p]);
+    return text;
+  };
+
+  struct Progress {
+    bool quiet;
+    int budget;
+    std::function<std::string(const int64_t*)> text;
+  } progress{args.has("quiet"), options.budget, values_text};
+  options.observer.context = &progress;
+  options.observer.trial = [](void* context, const SearchTrial& trial, int benchmarks, const int64_t* best,
+                              double best_time) {
+    const Progress& p = *static_cast<const Progress*>(context);
+    if (p.quiet) return;
+    char time[32] = "fail";
+    if (!trial.failed) std::snprintf(time, sizeof time, "%.6g", trial.time);
+    std::fprintf(stderr, "tune: %d/%d %s%s %s %s", benchmarks, p.budget,
+                 trial.phase == SearchPhase::kExplore ? "explore" : "exploit", trial.repeat ? " (recheck)" : "",
+                 p.text(trial.values).c_str(), time);
+    if (best != nullptr) {
+      std::fprintf(stderr, "  best %.6g (%s)\n", best_time, p.text(best).c_str());
+    } else {
+      std::fprintf(stderr, "  best: none yet\n");
+    }
+  };
+
+  auto run_benchmark = [&](const int64_t* values, int count, double* time) {
+    return args.has("replay") ? replay(values, count, time) : command.run(values, count, time);
+  };
+  std::vector<SearchTrial> history(static_cast<size_t>(std::max(1, std::min(options.budget, kMaxSearchBudget))));
+  SearchResult result;
+  if (have_model) {
+    std::vector<unsigned char> scratch(search_scratch_bytes(loaded.model, options));
+    status = search(loaded.model, *problem, options, Benchmark::from(run_benchmark), scratch.data(), scratch.size(),
+                    history.data(), static_cast<int>(history.size()), &result);
+  } else {
+    SearchSpace space;
+    space.parameter_count = static_cast<int>(space_values.size());
+    for (size_t p = 0; p < space_values.size(); ++p) {
+      space.values[p] = space_values[p].data();
+      space.value_counts[p] = static_cast<int>(space_values[p].size());
+    }
+    std::vector<unsigned char> scratch(search_scratch_bytes(space, options));
+    status = search(space, start.data(), options, Benchmark::from(run_benchmark), scratch.data(), scratch.size(),
+                    history.data(), static_cast<int>(history.size()), &result);
+  }
+  if (args.has("bench-cmd")) {
+    if (status.code() == StatusCode::kAborted) return fail(command.error());
+    std::string note;
+    command.finish(10.0, &note);
+    if (!note.empty()) std::fprintf(stderr, "tune: note: %s\n", note.c_str());
+  }
+  if (!status) {
+    if (status.code() == StatusCode::kInvalidArgument && args.has("replay") && !have_model) {
+      return usage_error("tune", status.message());
+    }
+    return fail(status);
+  }
+  if (have_model) {
+    for (const std::string& note : out_of_range_notes(loaded.model, *problem, result.out_of_range_fields)) {
+      std::fprintf(stderr, "tune: warning: problem field %s: outside what the model learned from\n", note.c_str());
+    }
+    if (result.not_applicable >= 0) {
+      std::fprintf(stderr, "tune: warning: %s\n", not_applicable_note(loaded.model, result.not_applicable).c_str());
+    }
+  }
+  if (replay.unrecorded > 0) {
+    std::fprintf(stderr, "tune: note: %d proposed config%s not in the recording (answered as fail)\n",
+                 replay.unrecorded, replay.unrecorded == 1 ? " is" : "s are");
+  }
+  const bool replaying = args.has("replay");
+  const double optimum = replaying && recording.timings.has_optimum() ? recording.timings.optimum() : 0.0;
+  const double overhead = result.seconds - result.benchmark_seconds;
+
+  if (args.has("json")) {
+    auto json_values = [&](const int64_t* values) {
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t p = 0; p < names.size(); ++p) {
+        if (recording.cache && recording.cache->indexed[p]) {
+          list.push_back(nlohmann::json::parse(value_text(p, values[p])));
+        } else {
+          list.push_back(values[p]);
+        }
+      }
+      return list;
+    };
+    nlohmann::json j;
+    j["parameters"] = names;
+    j["best"] = result.found ? json_values(result.best) : nlohmann::json(nullptr);
+    j["time"] = result.found ? nlohmann::json(result.best_time) : nlohmann::json(nullptr);
+    j["benchmarks"] = result.benchmarks;
+    j["explore_benchmarks"] = result.explore_benchmarks;
+    j["failed_benchmarks"] = result.failed_benchmarks;
+    j["repeats"] = result.repeats;
+    j["skipped_invalid"] = result.skipped_invalid;
+    j["stop"] = search_stop_name(result.stop);
+    j["search_overhead_seconds"] = overhead;
+    if (!recording.unit.empty()) j["unit"] = recording.unit;
+    nlohmann::json list = nlohmann::json::array();
+    for (int i = 0; i < result.trials; ++i) {
+      const SearchTrial& t = history[static_cast<size_t>(i)];
+      list.push_back({{"values", json_values(t.values)},
+                      {"time", t.failed ? nlohmann::json(nullptr) : nlohmann::json(t.time)},
+                      {"phase", t.phase == SearchPhase::kExplore ? "explore" : "exploit"},
+                      {"repeat", t.repeat}});
+    }
+    j["history"] = list;
+    if (replaying) {
+      j["replay"] = recording.description;
+      j["optimum"] = recording.timings.has_optimum() ? nlohmann::json(optimum) : nlohmann::json(nullptr);
+      j["speed"] = result.found && recording.timings.has_optimum() && result.best_time > 0
+                       ? nlohmann::json(optimum / result.best_time)
+                       : nlohmann::json(nullptr);
+      j["unrecorded"] = replay.unrecorded;
+    }
+    std::printf("%s\n", json_text(j, 2).c_str());
+  } else {
+    const std::string unit = recording.unit.empty() ? "" : " " + recording.unit;
+    std::printf("%d benchmarks (%d explore, %d exploit%s%s), stopped: %s\n", result.benchmarks,
+                result.explore_benchmarks, result.benchmarks - result.explore_benchmarks,
+                result.failed_benchmarks ? (", " + std::to_string(result.failed_benchmarks) + " failed").c_str() : "",
+                result.repeats ? (", " + std::to_string(result.repeats) + " re-measurements").c_str() : "",
+                search_stop_name(result.stop));
+    if (result.found) {
+      std::printf("best:");
+      for (size_t p = 0; p < names.size(); ++p) {
+        std::printf(" %s=%s", names[p].c_str(), value_text(p, result.best[p]).c_str());
+      }
+      std::printf("  time %.6g%s", result.best_time, unit.c_str());
+      if (replaying && recording.timings.has_optimum()) {
+        std::printf("  (recorded optimum %.6g: speed %.3f)", optimum, optimum / result.best_time);
+      }
+      std::printf("\n");
+      // The fastest configs measured, for a second choice.
+      std::vector<const SearchTrial*> measured;
+      for (int i = 0; i < result.trials; ++i) {
+        const SearchTrial& t = history[static_cast<size_t>(i)];
+        if (t.failed || t.repeat) continue;
+        measured.push_back(&t);
+      }
+      std::stable_sort(measured.begin(), measured.end(),
+                       [](const SearchTrial* a, const SearchTrial* b) { return a->time < b->time; });
+      const size_t shown = std::min<size_t>(measured.size(), 5);
+      std::printf("%4s  %-8s", "rank", "phase");
+      for (const std::string& n : names) std::printf(" %*s", static_cast<int>(std::max<size_t>(n.size(), 4)), n.c_str());
+      std::printf(" %12s\n", ("time" + unit).c_str());
+      for (size_t i = 0; i < shown; ++i) {
+        std::printf("%4zu  %-8s", i + 1, measured[i]->phase == SearchPhase::kExplore ? "explore" : "exploit");
+        for (size_t p = 0; p < names.size(); ++p) {
+          std::printf(" %*s", static_cast<int>(std::max<size_t>(names[p].size(), 4)),
+                      value_text(p, measured[i]->values[p]).c_str());
+        }
+        std::printf(" %12.6g\n", measured[i]->time);
+      }
+    }
+    std::printf("search overhead %.3f ms (%.1f us per benchmark), %lld proposals removed by the rules before benchmarking\n",
+                1e3 * overhead, result.benchmarks ? 1e6 * overhead / result.benchmarks : 0.0,
+                static_cast<long long>(result.skipped_invalid));
+  }
+  if (!result.found) {
+    return fail(Status::error(StatusCode::kNoValidCandidate, "no config ran successfully in %d benchmarks",
+                              result.benchmarks));
+  }
+  return 0;
+}
+
+}  // namespace tunecast::cli

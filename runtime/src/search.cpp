@@ -1,0 +1,661 @@
+// The tuning search (tunecast/search.h): one engine over a space of per-parameter sorted value
+// lists, shared by the search from a model (explore with the beam, space from the vocabulary,
+// validity from the constraints) and the model-free search (a given space and start config).
+// Configs are index vectors into the value lists; measured and failed ones live in an
+// open-addressing table carved from the caller's scratch.
+#include "tunecast/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tunecast {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kAlign = 64;
+
+// Carves the caller's scratch; with no memory (base null) it only counts bytes.
+class Carver {
+ public:
+  Carver(void* base, size_t size) : base_(static_cast<unsigned char*>(base)), size_(size) {
+    const size_t skew = base_ ? reinterpret_cast<uintptr_t>(base_) % kAlign : 0;
+    offset_ = skew ? kAlign - skew : 0;
+  }
+  template <typename T>
+  T* take(size_t count) {
+    const size_t bytes = (count * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+    if (base_ == nullptr || offset_ + bytes > size_) {
+      overflow_ = overflow_ || base_ != nullptr;
+      offset_ += bytes;
+      return nullptr;
+    }
+    T* p = reinterpret_cast<T*>(base_ + offset_);
+    offset_ += bytes;
+    return p;
+  }
+  bool overflow() const { return overflow_; }
+  size_t used() const { return offset_; }
+
+ private:
+  unsigned char* base_;
+  size_t size_;
+  size_t offset_ = 0;
+  bool overflow_ = false;
+};
+
+// Worst initial misalignment included.
+size_t with_alignment_slack(size_t bytes) { return bytes + kAlign; }
+
+// A measured (or failed) config.
+struct Entry {
+  uint16_t index[kMaxParameters];
+  double estimate;   // median of its samples
+  uint8_t state;     // kEmpty, kMeasured, kFailed
+};
+constexpr uint8_t kEmpty = 0, kMeasured = 1, kFailed = 2;
+
+// Table slots for a budget: a power of two at least twice the budget (each entry costs at least
+// one benchmark, so the table is never more than half full).
+size_t table_slots(int budget) {
+  size_t slots = 16;
+  while (slots < 2 * static_cast<size_t>(std::max(budget, 1))) slots *= 2;
+  return slots;
+}
+
+struct Space {
+  int count = 0;
+  const int64_t* values[kMaxParameters] = {};
+  int sizes[kMaxParameters] = {};
+};
+
+// The validity of a complete config, whichever search asked.
+struct Validity {
+  // Search from a model.
+  const Model* model = nullptr;
+  const Problem* problem = nullptr;
+  bool use_constraints = false;
+  Validator validator;
+  // Model-free.
+  const SearchSpace* space = nullptr;
+
+  bool operator()(const int64_t* values) const {
+    if (model != nullptr) {
+      if (use_constraints && !check_candidate(*model, *problem, values, model->parameter_count(), nullptr)) {
+        return false;
+      }
+      if (validator) {
+        // The Validator sees prefixes in decode order; a whole config passes every step's check.
+        for (int step = 0; step < model->parameter_count(); ++step) {
+          if (!validator.check(validator.context, problem, model->decode_position(step), values)) return false;
+        }
+      }
+      return true;
+    }
+    return space->valid == nullptr || space->valid(space->context, values, space->parameter_count);
+  }
+};
+
+Status check_options(const SearchOptions& options, int parameter_count) {
+  if (options.budget < 1 || options.budget > kMaxSearchBudget) {
+    return Status::error(StatusCode::kInvalidArgument, "search budget %d is outside 1..%d", options.budget,
+                         kMaxSearchBudget);
+  }
+  if (!(options.time_limit >= 0.0) || !std::isfinite(options.time_limit)) {
+    return Status::error(StatusCode::kInvalidArgument, "search time limit must be 0 (none) or a positive number of seconds");
+  }
+  if (options.max_radius < 0) {
+    return Status::error(StatusCode::kInvalidArgument, "search max_radius %d is negative (0: the widest the space allows)",
+                         options.max_radius);
+  }
+  if (options.max_moved < 1 || options.max_moved > kMaxParameters) {
+    return Status::error(StatusCode::kInvalidArgument, "search max_moved %d is outside 1..%d", options.max_moved,
+                         kMaxParameters);
+  }
+  if (options.recheck_runs < 0 || options.recheck_runs > kMaxRecheckRuns) {
+    return Status::error(StatusCode::kInvalidArgument, "search recheck_runs %d is outside 0..%d", options.recheck_runs,
+                         kMaxRecheckRuns);
+  }
+  if (!(options.recheck_ratio >= 1.0) || !std::isfinite(options.recheck_ratio)) {
+    return Status::error(StatusCode::kInvalidArgument, "search recheck_ratio must be a finite number >= 1");
+  }
+  if (parameter_count < 1 || parameter_count > kMaxParameters) {
+    return Status::error(StatusCode::kInvalidArgument, "a search space needs 1..%d parameters, not %d", kMaxParameters,
+                         parameter_count);
+  }
+  return Status::ok();
+}
+
+double median(double* samples, int count) {
+  std::sort(samples, samples + count);
+  return count % 2 ? samples[count / 2] : 0.5 * (samples[count / 2 - 1] + samples[count / 2]);
+}
+
+// Outcome of proposing one config.
+enum class Proposal { kVisited, kInvalid, kMeasured, kStopped };
+
+class Engine {
+ public:
+  Engine(const Space& space, const Validity& validity, const SearchOptions& options, Benchmark benchmark,
+         Entry* table, size_t slots, SearchTrial* history, int history_capacity, SearchResult* result,
+         Clock::time_point start)
+      : space_(space), validity_(validity), options_(options), benchmark_(benchmark), table_(table),
+        slots_(slots), history_(history), history_capacity_(history_capacity), result_(result), start_(start) {
+    std::memset(table_, 0, slots_ * sizeof(Entry));
+    result_->parameter_count = space_.count;
+    max_radius_ = options_.max_radius;
+    if (max_radius_ == 0) {
+      for (int p = 0; p < space_.count; ++p) max_radius_ = std::max(max_radius_, space_.sizes[p] - 1);
+      max_radius_ = std::max(max_radius_, 1);
+    }
+    max_moved_ = std::min(options_.max_moved, space_.count);
+  }
+
+  // The values of config `index`.
+  void values_of(const uint16_t* index, int64_t* values) const {
+    for (int p = 0; p < space_.count; ++p) values[p] = space_.values[p][index[p]];
+  }
+  // The index vector of `values`; false when a value is not in its list.
+  bool index_of(const int64_t* values, uint16_t* index) const {
+    for (int p = 0; p < space_.count; ++p) {
+      const int64_t* begin = space_.values[p];
+      const int64_t* end = begin + space_.sizes[p];
+      const int64_t* it = std::lower_bound(begin, end, values[p]);
+      if (it == end || *it != values[p]) return false;
+      index[p] = static_cast<uint16_t>(it - begin);
+    }
+    return true;
+  }
+
+  // Checks, measures and compares one config. kStopped: the budget or time limit ends the search
+  // (nothing measured), or an error is pending (error()).
+  Proposal propose(const uint16_t* index, SearchPhase phase) {
+    pending_count_ = 0;
+    const Proposal proposal = propose_and_compare(index, phase);
+    notify();
+    return proposal;
+  }
+
+  // Coordinate descent from the best config (or from `from` when nothing has run successfully).
+  void exploit(const uint16_t* from) {
+    uint16_t x[kMaxParameters];
+    std::copy(from, from + space_.count, x);
+    if (found_) std::copy(best_, best_ + space_.count, x);
+    int step[kMaxParameters] = {};
+    bool have_step = false;
+    int radius = 1;
+    while (!stopped_) {
+      result_->radius = radius;
+      // The step that last improved, again first (Droplet's direction speculation).
+      if (have_step && try_move(x, step, SearchPhase::kExploit)) {
+        radius = 1;
+        continue;
+      }
+      bool moved = false;
+      int combo[kMaxParameters];
+      for (int k = 1; k <= max_moved_ && !moved && !stopped_; ++k) {
+        for (int i = 0; i < k; ++i) combo[i] = i;
+        for (;;) {
+          for (uint32_t signs = 0; signs < (1u << k) && !moved && !stopped_; ++signs) {
+            int delta[kMaxParameters] = {};
+            for (int i = 0; i < k; ++i) delta[combo[i]] = (signs >> i) & 1u ? radius : -radius;
+            if (try_move(x, delta, SearchPhase::kExploit)) {
+              std::copy(delta, delta + space_.count, step);
+              have_step = true;
+              moved = true;
+            }
+          }
+          if (moved || stopped_ || !next_combination(combo, k, space_.count)) break;
+        }
+      }
+      if (stopped_) return;
+      if (moved) {
+        radius = 1;
+        continue;
+      }
+      if (++radius > max_radius_) {
+        result_->stop = SearchStop::kConverged;
+        return;
+      }
+    }
+  }
+
+  // Proposes x + delta; on an improvement x becomes it and true is returned.
+  bool try_move(uint16_t* x, const int* delta, SearchPhase phase) {
+    uint16_t n[kMaxParameters];
+    for (int p = 0; p < space_.count; ++p) {
+      const int v = x[p] + delta[p];
+      if (v < 0 || v >= space_.sizes[p]) return false;
+      n[p] = static_cast<uint16_t>(v);
+    }
+    improved_ = false;
+    if (propose(n, phase) != Proposal::kMeasured || !improved_) return false;
+    std::copy(n, n + space_.count, x);
+    return true;
+  }
+
+  void finish() {
+    result_->seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    result_->benchmark_seconds = benchmark_seconds_;
+  }
+
+  bool stopped() const { return stopped_; }
+  const Status& error() const { return error_; }
+
+ private:
+  Proposal propose_and_compare(const uint16_t* index, SearchPhase phase) {
+    if (stopped_) return Proposal::kStopped;
+    if (find(index) != nullptr) {
+      ++result_->skipped_visited;
+      return Proposal::kVisited;
+    }
+    int64_t values[kMaxParameters];
+    values_of(index, values);
+    if (!validity_(values)) {
+      ++result_->skipped_invalid;
+      return Proposal::kInvalid;
+    }
+    double samples[kMaxRecheckRuns + 1];
+    int count = 0;
+    bool ok = false;
+    if (!measure(values, phase, false, &samples[0], &ok)) return Proposal::kStopped;
+    count = 1;
+    Entry* entry = insert(index);
+    if (!ok) {
+      entry->state = kFailed;
+      return Proposal::kMeasured;
+    }
+    // MIOpen's rule: close to the best, measure again and compare medians, the best topped up to
+    // as many samples.
+    if (found_ && options_.recheck_runs > 0 && samples[0] < best_estimate_ * options_.recheck_ratio) {
+      while (ok && count < 1 + options_.recheck_runs && measure(values, phase, true, &samples[count], &ok)) {
+        if (ok) ++count;
+      }
+      if (!ok) {  // a config that fails once is a failed config
+        entry->state = kFailed;
+        return Proposal::kMeasured;
+      }
+      int64_t best_values[kMaxParameters];
+      values_of(best_, best_values);
+      bool best_ok = true;
+      while (best_ok && best_count_ < count &&
+             measure(best_values, phase, true, &best_samples_[best_count_], &best_ok)) {
+        if (best_ok) ++best_count_;
+      }
+      if (!best_ok) {  // the best failed on a re-run: it is failed, this config takes its place
+        find(best_)->state = kFailed;
+        found_ = false;
+      } else {
+        double sorted[kMaxRecheckRuns + 1];
+        std::copy(best_samples_, best_samples_ + best_count_, sorted);
+        best_estimate_ = median(sorted, best_count_);
+        find(best_)->estimate = best_estimate_;
+      }
+    }
+    double sorted[kMaxRecheckRuns + 1];
+    std::copy(samples, samples + count, sorted);
+    entry->state = kMeasured;
+    entry->estimate = median(sorted, count);
+    if (!found_ || entry->estimate < best_estimate_) {
+      found_ = true;
+      improved_ = true;
+      std::copy(index, index + space_.count, best_);
+      best_estimate_ = entry->estimate;
+      std::copy(samples, samples + count, best_samples_);
+      best_count_ = count;
+      write_result_best();
+    }
+    return Proposal::kMeasured;
+  }
+
+  static bool next_combination(int* combo, int k, int n) {
+    int i = k - 1;
+    while (i >= 0 && combo[i] == n - k + i) --i;
+    if (i < 0) return false;
+    ++combo[i];
+    for (int j = i + 1; j < k; ++j) combo[j] = combo[j - 1] + 1;
+    return true;
+  }
+
+  // One benchmark call, after the budget and time checks; false when the search must stop.
+  bool measure(const int64_t* values, SearchPhase phase, bool repeat, double* time, bool* ok) {
+    if (result_->benchmarks >= options_.budget) {
+      stop(SearchStop::kBudget);
+      return false;
+    }
+    const Clock::time_point before = Clock::now();
+    if (options_.time_limit > 0.0 && std::chrono::duration<double>(before - start_).count() >= options_.time_limit) {
+      stop(SearchStop::kTimeLimit);
+      return false;
+    }
+    double t = 0.0;
+    const BenchmarkStatus status = benchmark_.run(benchmark_.context, values, space_.count, &t);
+    benchmark_seconds_ += std::chrono::duration<double>(Clock::now() - before).count();
+    if (status == BenchmarkStatus::kAbort) {
+      error_ = Status::error(StatusCode::kAborted, "the benchmark stopped the search after %d benchmarks",
+                             result_->benchmarks);
+      stopped_ = true;
+      return false;
+    }
+    if (status != BenchmarkStatus::kOk && status != BenchmarkStatus::kFailed) {
+      error_ = Status::error(StatusCode::kInvalidArgument, "the benchmark returned an unknown status %d",
+                             static_cast<int>(status));
+      stopped_ = true;
+      return false;
+    }
+    if (status == BenchmarkStatus::kOk && !(t >= 0.0 && std::isfinite(t))) {
+      error_ = Status::error(StatusCode::kInvalidArgument,
+                             "the benchmark returned time %g (a time must be finite and >= 0; report a failed "
+                             "config as BenchmarkStatus::kFailed)",
+                             t);
+      stopped_ = true;
+      return false;
+    }
+    *ok = status == BenchmarkStatus::kOk;
+    *time = *ok ? t : 0.0;
+    ++result_->benchmarks;
+    result_->explore_benchmarks += phase == SearchPhase::kExplore;
+    result_->failed_benchmarks += !*ok;
+    result_->repeats += repeat;
+    SearchTrial trial;
+    std::copy(values, values + space_.count, trial.values);
+    trial.time = *time;
+    trial.failed = !*ok;
+    trial.repeat = repeat;
+    trial.phase = phase;
+    if (result_->trials < history_capacity_) history_[result_->trials++] = trial;
+    if (options_.observer.trial != nullptr && pending_count_ < kMaxPending) pending_[pending_count_++] = trial;
+    return true;
+  }
+
+  // Tells the observer of the trials of the last proposal, with the best as it now stands.
+  void notify() {
+    if (options_.observer.trial == nullptr) return;
+    int64_t best_values[kMaxParameters];
+    if (found_) values_of(best_, best_values);
+    const int first = result_->benchmarks - pending_count_;
+    for (int i = 0; i < pending_count_; ++i) {
+      options_.observer.trial(options_.observer.context, pending_[i], first + i + 1, found_ ? best_values : nullptr,
+                              found_ ? best_estimate_ : 0.0);
+    }
+    pending_count_ = 0;
+  }
+
+  void stop(SearchStop why) {
+    stopped_ = true;
+    result_->stop = why;
+  }
+
+  void write_result_best() {
+    result_->found = found_;
+    values_of(best_, result_->best);
+    result_->best_time = best_estimate_;
+  }
+
+  uint64_t hash(const uint16_t* index) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (int p = 0; p < space_.count; ++p) {
+      h = (h ^ index[p]) * 1099511628211ull;
+      h = (h ^ (index[p] >> 8)) * 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+  }
+  Entry* find(const uint16_t* index) {
+    for (size_t slot = hash(index) & (slots_ - 1);; slot = (slot + 1) & (slots_ - 1)) {
+      Entry& e = table_[slot];
+      if (e.state == kEmpty) return nullptr;
+      if (std::equal(index, index + space_.count, e.index)) return &e;
+    }
+  }
+  Entry* insert(const uint16_t* index) {
+    size_t slot = hash(index) & (slots_ - 1);
+    while (table_[slot].state != kEmpty) slot = (slot + 1) & (slots_ - 1);
+    Entry& e = table_[slot];
+    std::copy(index, index + space_.count, e.index);
+    e.state = kFailed;  // until measured; never left empty, so the probe chains stay intact
+    e.estimate = 0.0;
+    return &e;
+  }
+
+  const Space& space_;
+  const Validity& validity_;
+  const SearchOptions& options_;
+  Benchmark benchmark_;
+  Entry* table_;
+  size_t slots_;
+  SearchTrial* history_;
+  int history_capacity_;
+  SearchResult* result_;
+  Clock::time_point start_;
+  double benchmark_seconds_ = 0.0;
+  int max_radius_ = 1;
+  int max_moved_ = 1;
+  bool stopped_ = false;
+  bool improved_ = false;
+  Status error_;
+  bool found_ = false;
+  uint16_t best_[kMaxParameters] = {};
+  double best_estimate_ = 0.0;
+  double best_samples_[kMaxRecheckRuns + 1] = {};
+  int best_count_ = 0;
+  // Trials of the proposal under way, for the observer: one measurement, then at most
+  // recheck_runs more of it and as many of the best.
+  static constexpr int kMaxPending = 1 + 2 * kMaxRecheckRuns;
+  SearchTrial pending_[kMaxPending];
+  int pending_count_ = 0;
+};
+
+// The regions of a search from a model.
+struct ModelScratch {
+  unsigned char* predict = nullptr;  // predict()'s scratch
+  size_t predict_bytes = 0;
+  Candidate* candidates = nullptr;   // beam_width
+  int64_t* values = nullptr;         // every position's value list, one after another
+  Entry* table = nullptr;
+};
+
+// Values a position can take: tokens the vocabulary allows there, end tokens excepted.
+int allowed_value_count(const Model& model) {
+  int count = 0;
+  for (int p = 0; p < model.parameter_count(); ++p) {
+    for (int t = 0; t < model.token_count(); ++t) count += model.token_allowed(p, t) && !model.is_end_token(t);
+  }
+  return count;
+}
+
+void carve_model_scratch(const Model& model, const SearchOptions& options, Carver* carver, ModelScratch* out) {
+  const int beam = std::max(1, std::min(options.beam_width, kMaxBeamWidth));
+  out->predict_bytes = model.scratch_bytes(beam);
+  out->predict = carver->take<unsigned char>(out->predict_bytes);
+  out->candidates = carver->take<Candidate>(static_cast<size_t>(beam));
+  out->values = carver->take<int64_t>(static_cast<size_t>(allowed_value_count(model)));
+  out->table = carver->take<Entry>(table_slots(options.budget));
+}
+
+Status check_common(const SearchOptions& options, Benchmark benchmark, SearchTrial* history, int history_capacity,
+                    SearchResult* result, int parameter_count) {
+  if (result == nullptr) return Status::error(StatusCode::kInvalidArgument, "search needs a SearchResult");
+  if (!benchmark) return Status::error(StatusCode::kInvalidArgument, "search needs a Benchmark (its run is null)");
+  if (history_capacity < 0 || (history_capacity > 0 && history == nullptr)) {
+    return Status::error(StatusCode::kInvalidArgument, "search history: capacity %d with %s array", history_capacity,
+                         history ? "an" : "no");
+  }
+  return check_options(options, parameter_count);
+}
+
+}  // namespace
+
+const char* search_stop_name(SearchStop stop) {
+  switch (stop) {
+    case SearchStop::kBudget: return "budget";
+    case SearchStop::kTimeLimit: return "time limit";
+    case SearchStop::kConverged: return "converged";
+  }
+  return "?";
+}
+
+size_t search_scratch_bytes(const Model& model, const SearchOptions& options) {
+  if (!model.loaded() || !model.is_seq2seq()) return 0;
+  Carver counter(nullptr, 0);
+  ModelScratch unused;
+  carve_model_scratch(model, options, &counter, &unused);
+  return with_alignment_slack(counter.used());
+}
+
+size_t search_scratch_bytes(const SearchSpace& /*space*/, const SearchOptions& options) {
+  Carver counter(nullptr, 0);
+  counter.take<Entry>(table_slots(options.budget));
+  return with_alignment_slack(counter.used());
+}
+
+Status search(const Model& model, const Problem& problem, const SearchOptions& options, Benchmark benchmark,
+              void* scratch, size_t scratch_size, SearchTrial* history, int history_capacity, SearchResult* result) {
+  if (result != nullptr) *result = SearchResult();
+  if (!model.loaded() || !model.is_seq2seq() || model.root()->encoding() == nullptr) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "search needs a sequence-to-sequence model with a feature encoding");
+  }
+  TUNECAST_RETURN_IF_ERROR(check_common(options, benchmark, history, history_capacity, result, model.parameter_count()));
+  if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
+    return Status::error(StatusCode::kInvalidArgument, "search beam width %d is outside 1..%d", options.beam_width,
+                         kMaxBeamWidth);
+  }
+  if (options.explore < -1 || options.explore == 0 || options.explore > options.beam_width) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "search explore %d is outside 1..%d (the beam width), or -1 for min(beam width, budget / 2)",
+                         options.explore, options.beam_width);
+  }
+  const size_t needed = search_scratch_bytes(model, options);
+  if (scratch == nullptr || scratch_size < needed) {
+    return Status::error(StatusCode::kBufferTooSmall, "search scratch holds %zu bytes, %zu needed",
+                         scratch ? scratch_size : 0, needed);
+  }
+  Carver carver(scratch, scratch_size);
+  ModelScratch layout;
+  carve_model_scratch(model, options, &carver, &layout);
+  if (carver.overflow()) return Status::error(StatusCode::kBufferTooSmall, "search scratch buffer too small");
+
+  // The space: each position's vocabulary values, sorted, distinct.
+  Space space;
+  space.count = model.parameter_count();
+  int64_t* next = layout.values;
+  for (int p = 0; p < space.count; ++p) {
+    int64_t* list = next;
+    for (int t = 0; t < model.token_count(); ++t) {
+      if (model.token_allowed(p, t) && !model.is_end_token(t)) *next++ = model.token_value(t);
+    }
+    std::sort(list, next);
+    next = std::unique(list, next);
+    space.values[p] = list;
+    space.sizes[p] = static_cast<int>(next - list);
+    if (space.sizes[p] == 0 || space.sizes[p] > 65535) {
+      return Status::error(StatusCode::kUnsupported, "parameter %d (%s) has %d values in the vocabulary (1..65535 searchable)",
+                           p, model.parameter_name(p), space.sizes[p]);
+    }
+  }
+
+  const int beam = options.beam_width;
+  PredictOptions predict_options;
+  predict_options.beam_width = beam;
+  predict_options.use_model_constraints = options.use_model_constraints;
+  predict_options.validator = options.validator;
+  PredictInfo info;
+  const Clock::time_point start = Clock::now();
+  Status status = predict(model, problem, predict_options, layout.predict, layout.predict_bytes, layout.candidates,
+                          beam, &info);
+  result->out_of_range_fields = info.out_of_range_fields;
+  result->not_applicable = info.not_applicable;
+  if (!status) return status;
+
+  Validity validity;
+  validity.model = &model;
+  validity.problem = &problem;
+  validity.use_constraints = options.use_model_constraints;
+  validity.validator = options.validator;
+  Engine engine(space, validity, options, benchmark, layout.table, table_slots(options.budget), history,
+                history_capacity, result, start);
+
+  // Explore: the beam's distinct candidates, best first.
+  const Candidate* candidates = layout.candidates;
+  for (int i = 0; i < info.candidates; ++i) {
+    bool repeated = false;
+    for (int j = 0; j < i && !repeated; ++j) {
+      repeated = std::equal(candidates[i].values, candidates[i].values + space.count, candidates[j].values);
+    }
+    result->distinct_candidates += !repeated;
+  }
+  const int explore = options.explore > 0 ? options.explore : std::min(beam, std::max(1, options.budget / 2));
+  uint16_t first[kMaxParameters] = {};
+  bool have_first = false;
+  int explored = 0;
+  for (int i = 0; i < info.candidates && explored < explore && !engine.stopped(); ++i) {
+    uint16_t index[kMaxParameters];
+    if (!engine.index_of(candidates[i].values, index)) continue;  // cannot happen: beam values come from the vocabulary
+    if (!have_first) {
+      std::copy(index, index + space.count, first);
+      have_first = true;
+    }
+    explored += engine.propose(index, SearchPhase::kExplore) == Proposal::kMeasured;
+  }
+  if (have_first && !engine.stopped()) engine.exploit(first);
+  engine.finish();  // its clock started before predict: the predictor's time is the search's too
+  return engine.error();
+}
+
+Status search(const SearchSpace& space_in, const int64_t* start, const SearchOptions& options, Benchmark benchmark,
+              void* scratch, size_t scratch_size, SearchTrial* history, int history_capacity, SearchResult* result) {
+  if (result != nullptr) *result = SearchResult();
+  TUNECAST_RETURN_IF_ERROR(check_common(options, benchmark, history, history_capacity, result, space_in.parameter_count));
+  Space space;
+  space.count = space_in.parameter_count;
+  for (int p = 0; p < space.count; ++p) {
+    const int n = space_in.value_counts[p];
+    if (space_in.values[p] == nullptr || n < 1 || n > 65535) {
+      return Status::error(StatusCode::kInvalidArgument, "search space parameter %d has %d values (1..65535)", p, n);
+    }
+    for (int i = 1; i < n; ++i) {
+      if (!(space_in.values[p][i - 1] < space_in.values[p][i])) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "search space parameter %d: values must be sorted ascending and distinct (item %d)", p, i);
+      }
+    }
+    space.values[p] = space_in.values[p];
+    space.sizes[p] = n;
+  }
+  if (start == nullptr) return Status::error(StatusCode::kInvalidArgument, "search needs a start config");
+  const size_t needed = search_scratch_bytes(space_in, options);
+  if (scratch == nullptr || scratch_size < needed) {
+    return Status::error(StatusCode::kBufferTooSmall, "search scratch holds %zu bytes, %zu needed",
+                         scratch ? scratch_size : 0, needed);
+  }
+  Carver carver(scratch, scratch_size);
+  Entry* table = carver.take<Entry>(table_slots(options.budget));
+  if (carver.overflow()) return Status::error(StatusCode::kBufferTooSmall, "search scratch buffer too small");
+
+  Validity validity;
+  validity.space = &space_in;
+  Engine engine(space, validity, options, benchmark, table, table_slots(options.budget), history, history_capacity,
+                result, Clock::now());
+  uint16_t index[kMaxParameters];
+  if (!engine.index_of(start, index)) {
+    for (int p = 0; p < space.count; ++p) {
+      if (!std::binary_search(space.values[p], space.values[p] + space.sizes[p], start[p])) {
+        return Status::error(StatusCode::kInvalidArgument, "the start config's value %lld (parameter %d) is not among its values",
+                             static_cast<long long>(start[p]), p);
+      }
+    }
+    return Status::error(StatusCode::kInvalidArgument, "the start config is not in the space");
+  }
+  if (!validity(start)) {
+    return Status::error(StatusCode::kInvalidArgument, "the start config breaks the space's validity rule");
+  }
+  engine.propose(index, SearchPhase::kExplore);
+  if (!engine.stopped()) engine.exploit(index);
+  engine.finish();
+  return engine.error();
+}
+
+}  // namespace tunecast
