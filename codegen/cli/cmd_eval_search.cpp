@@ -62,7 +62,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   Status status = args.parse(argv,
                              {"timings", "split", "split-seed", "budgets", "plot", "solver", "limit", "seed",
                               "random-runs", "default", "search-width", "beam", "explore", "max-radius", "max-moved",
-                              "recheck", "arch"},
+                              "recheck", "arch", "precision"},
                              {"json"});
   if (args.has("help")) {
     std::printf(
@@ -70,7 +70,8 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "                            [--budgets 1,2,5,10,20,50,100] [--json] [--plot FILE.png]\n"
         "                            [--solver NAME] [--limit N] [--seed S] [--random-runs R]\n"
         "                            [--default V1,V2,...] [--search-width W] [--beam W] [--explore E]\n"
-        "                            [--max-radius R] [--max-moved M] [--recheck RUNS] [--arch A]\n\n"
+        "                            [--max-radius R] [--max-moved M] [--recheck RUNS] [--arch A]\n"
+        "                            [--precision FP32|FP16|BF16|INT8]\n\n"
         "Replays tuning strategies on the problems of a timing DB (recorded exhaustive measurements,\n"
         "docs/search.md) and reports, at each budget B of benchmarks, the geometric mean and the 10th\n"
         "percentile over problems of the speed found (recorded optimum / time of the best config\n"
@@ -94,6 +95,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  --search-width W  top-1 and top-B beams (default: the model's search_width, else 1)\n"
         "  --beam, --explore, --max-radius, --max-moved, --recheck: the search's options (tune --help)\n"
         "  --seed S      random and exhaustive orders (default 0)\n"
+        "  --precision P only the problems of that data type\n"
         "  --limit N     the first N problems only\n"
         "  --plot F      also writes F.json and draws speed against budget with /usr/bin/python3\n"
         "                tools/plot_eval_search.py (needs python3-matplotlib)\n"
@@ -131,6 +133,14 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     status = codegen::check_output_path(args.get("plot"));
     if (!status) return fail(status);
   }
+  std::optional<int64_t> precision;
+  if (args.has("precision")) {
+    int64_t value = 0;
+    if (!find_problem_symbol(ProblemField::kDtype, args.get("precision"), &value)) {
+      return usage_error("eval-search", "unknown precision '" + args.get("precision") + "' (FP32, FP16, BF16 or INT8)");
+    }
+    precision = value;
+  }
   std::optional<int64_t> arch;
   if (args.has("arch")) {
     int64_t value = 0;
@@ -155,7 +165,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   options.search_width = width;
   status = args.get_int("search-width", width, &options.search_width);
   if (status) status = check_beam_width("search width", options.search_width);
-  options.search.beam_width = std::max(10, options.search_width);
+  options.search.beam_width = std::max(32, options.search_width);
   if (status) status = args.get_int("beam", options.search.beam_width, &options.search.beam_width);
   if (status) status = check_beam_width("beam width", options.search.beam_width);
   if (status) status = args.get_int("explore", -1, &options.search.explore);
@@ -208,6 +218,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   std::vector<const codegen::TimingProblem*> chosen;
   for (const codegen::TimingProblem& p : db.problems()) {
     if (split != "all" && split != codegen::split_name(codegen::split_of(p.problem, split_seed))) continue;
+    if (precision && p.problem.get(ProblemField::kDtype) != *precision) continue;
     chosen.push_back(&p);
     if (limit > 0 && static_cast<int>(chosen.size()) >= limit) break;
   }

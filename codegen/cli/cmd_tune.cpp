@@ -169,7 +169,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "                    Without MODEL: coordinate descent over the recording's values from\n"
         "                    --start (default: a timing DB's default_config, else the first\n"
         "                    config that ran, in file order); no constraints are known.\n"
-        "  --beam W          the predictor's beam (default max(10, the model's search_width))\n"
+        "  --beam W          the predictor's beam (default max(32, the model's search_width))\n"
         "  --explore E       beam candidates benchmarked first (default min(W, budget / 2))\n"
         "  --max-radius R    widest coordinate step in value positions (default 0: the space's)\n"
         "  --max-moved M     parameters one step changes at once (default 2)\n"
@@ -232,7 +232,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
     int width = 1;
     status = model_search_width(model, &width);
     if (!status) return fail(status);
-    options.beam_width = std::max(10, width);
+    options.beam_width = std::max(32, width);
     status = args.get_int("beam", options.beam_width, &options.beam_width);
     if (status) status = check_beam_width("beam width", options.beam_width);
     if (status) status = args.get_int("explore", -1, &options.explore);

@@ -243,6 +243,8 @@ class Engine {
   }
 
   bool stopped() const { return stopped_; }
+  // Whether the last proposal measured a new best.
+  bool improved() const { return improved_; }
   const Status& error() const { return error_; }
 
  private:
@@ -591,9 +593,10 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
   uint16_t first[kMaxParameters] = {};
   bool have_first = false;
   int explored = 0;
-  for (int i = 0; i < info.candidates && explored < explore && !engine.stopped(); ++i) {
+  int unproposed = 0;  // the first beam candidate not proposed yet
+  for (; unproposed < info.candidates && explored < explore && !engine.stopped(); ++unproposed) {
     uint16_t index[kMaxParameters];
-    if (!engine.index_of(candidates[i].values, index)) continue;  // cannot happen: beam values come from the vocabulary
+    if (!engine.index_of(candidates[unproposed].values, index)) continue;  // cannot happen: beam values come from the vocabulary
     if (!have_first) {
       std::copy(index, index + space.count, first);
       have_first = true;
@@ -601,6 +604,15 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
     explored += engine.propose(index, SearchPhase::kExplore) == Proposal::kMeasured;
   }
   if (have_first && !engine.stopped()) engine.exploit(first);
+  // Converged with budget left: the beam's unproposed candidates, best first; one that beats the best
+  // restarts the descent from it (Droplet restarts from its unproposed sample the same way).
+  for (; unproposed < info.candidates && !engine.stopped() && result->stop == SearchStop::kConverged; ++unproposed) {
+    uint16_t index[kMaxParameters];
+    if (!engine.index_of(candidates[unproposed].values, index)) continue;
+    if (engine.propose(index, SearchPhase::kExplore) == Proposal::kMeasured && engine.improved()) {
+      engine.exploit(index);
+    }
+  }
   engine.finish();  // its clock started before predict: the predictor's time is the search's too
   return engine.error();
 }

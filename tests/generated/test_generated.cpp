@@ -80,6 +80,15 @@ std::vector<Problem> problems() {
       }
     }
   }
+  // NHWC forward problems (TritonGemm1x1, tools/gpu_timing, applies to NHWC only).
+  for (const char* dtype : {"FP32", "FP16"}) {
+    for (int c : {64, 608}) {
+      for (int hw : {7, 27}) {
+        out.push_back(make_problem("dir=F,dtype=" + std::string(dtype) + ",layout=NHWC,n=32,c=" + std::to_string(c) +
+                                   ",k=96,h=" + std::to_string(hw) + ",w=" + std::to_string(hw) + ",y=1,x=1"));
+      }
+    }
+  }
   for (const char* edge : {
            "dir=F,dtype=FP32,n=4611686018427387904,c=64,k=64,h=28,w=28,y=1,x=1",
            "dir=B,dtype=FP32,n=8,c=64,k=64,h=4294967296,w=4294967296,y=1,x=1,u=2,v=2",

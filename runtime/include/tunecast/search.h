@@ -80,7 +80,9 @@ struct SearchOptions {
   double time_limit = 0.0;      // seconds since the search started (steady clock); 0 = none
 
   // Explore (search from a model): the beam's distinct candidates, best first.
-  int beam_width = 10;          // the predictor's beam (1..kMaxBeamWidth)
+  // The predictor's beam (1..kMaxBeamWidth): its first `explore` distinct candidates are
+  // benchmarked before the descent, the rest restart it once it converges with budget left.
+  int beam_width = 32;
   int explore = -1;             // candidates benchmarked before exploiting; -1: min(beam_width, max(1, budget / 2))
 
   // Exploit: coordinate descent over each parameter's sorted values. A neighbour at radius r moves

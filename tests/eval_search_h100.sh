@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The shipped TritonGemm1x1 predictor replayed on the recorded H100 timings (no GPU needed): every
+# strategy of `tunecast eval-search` on the held-out test problems. Fails when a constrained
+# strategy proposes an invalid config, when the predictor alone falls under issue 25's 0.90 of the
+# optimum, or when the predictor's search falls behind random search or Droplet from the default
+# at a budget. (The figures: weights/README.md, TritonGemm1x1.)
+#   tests/eval_search_h100.sh TUNECAST MODEL.tcm TIMINGS.db.xz WORKDIR
+set -euo pipefail
+tunecast=$1 model=$2 timings=$3 work=$4
+mkdir -p "$work"
+db="$work/TritonGemm1x1_h100.db"
+if [ ! -f "$db" ] || [ "$timings" -nt "$db" ]; then
+  xz -dc "$timings" > "$db.partial" && mv "$db.partial" "$db"
+fi
+"$tunecast" eval-search "$model" --timings "$db" --split test --default 128,128,32,8,4,4 \
+  --budgets 1,2,5,10,20,50,100 --json > "$work/eval_search.json"
+/usr/bin/python3 - "$work/eval_search.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["strategies"]
+bad = []
+if j.get("invalid_proposed_constrained", 0) != 0:
+    bad.append(f"invalid configs proposed: {j['invalid_proposed_constrained']}")
+top1 = s["predictor_top1"]["1"]["geomean_speed"]
+if top1 < 0.90:
+    bad.append(f"budget 1: predictor top-1 at {top1:.3f} of the optimum (< 0.90)")
+for b in j["budgets"]:
+    ours = s["predictor_search"][str(b)]["geomean_speed"]
+    for other in ("random", "default_search"):
+        theirs = s[other][str(b)]["geomean_speed"]
+        if ours < theirs:
+            bad.append(f"budget {b}: predictor_search {ours:.3f} < {other} {theirs:.3f}")
+print(f"eval_search_h100: {j['n']} test problems; predictor alone {top1:.3f}, search at budget 10 "
+      f"{s['predictor_search']['10']['geomean_speed']:.3f}, 20 {s['predictor_search']['20']['geomean_speed']:.3f}")
+for line in bad:
+    print("eval_search_h100: " + line)
+sys.exit(1 if bad else 0)
+PY
