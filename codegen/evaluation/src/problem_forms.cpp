@@ -194,7 +194,9 @@ Status parse_driver(const std::vector<std::string>& words, Problem* problem) {
                          "%s: -F %s names %s: give one direction, -F 1 (forward), 2 (backward data) or 4 "
                          "(backward weights); tuning parameters are per direction",
                          form, n.count("forw") ? text("forw", "").c_str() : "(none)",
-                         n.count("forw") ? "several directions or none" : "every direction (the driver's default 0)");
+                         !n.count("forw")   ? "every direction (the driver's default 0)"
+                         : n["forw"] == 0   ? "every direction (fwd+bwd+wrw)"
+                                            : "several directions, or none");
   }
   if (text("mode", "conv") != "conv") {
     return Status::error(StatusCode::kInvalidArgument,
