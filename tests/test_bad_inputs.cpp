@@ -29,6 +29,8 @@
 #include "tunecast/codegen/ir_json.h"
 #include "tunecast/codegen/keras_import.h"
 #include "tunecast/codegen/perfdb.h"
+#include "tunecast/codegen/problem_forms.h"
+#include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/predict.h"
 
 namespace {
@@ -1059,8 +1061,9 @@ TEST_CASE("CLI eval --candidates: one line per problem that agrees with the metr
   CHECK(within_4 > 0);
   CHECK(metrics["perfect"]["4"].get<double>() == doctest::Approx(100.0 * within_4 / lines));
   CHECK(metrics["top1"]["4"].get<double>() == doctest::Approx(100.0 * at_1 / lines));
-  // An unwritable path fails the command and leaves nothing behind.
-  check_one_line_error(run_cli(dir, eval + dir.file("absent/c.jsonl")), "absent/c.jsonl");
+  // An unwritable path (a folder that cannot be made: under a file) fails the command before the
+  // work and leaves nothing behind; a missing folder is made.
+  check_one_line_error(run_cli(dir, eval + dir.file("tiny.db/c.jsonl")), "tiny.db/c.jsonl");
 
   // cut_short: only (30, b, 30) passes, checked at the last position. A beam of 9 holds all nine
   // (a, b) prefixes and returns the three valid vectors: exhaustive. A beam of 8 drops a prefix
@@ -1076,7 +1079,7 @@ TEST_CASE("CLI eval --candidates: one line per problem that agrees with the metr
   const nlohmann::json cut = nlohmann::json::parse(widths.out)["cut_short"];
   CHECK(cut["8"] == 100.0);
   CHECK(cut["9"] == 0.0);
-  CHECK_FALSE(std::filesystem::exists(dir.file("absent")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("tiny.db/c.jsonl")));
 }
 
 TEST_CASE("CLI emit-cpp and embed create the output folder, and say when they cannot") {
@@ -1107,4 +1110,222 @@ TEST_CASE("problem defaults: depth stride and dilation follow MIOpen's keys (0 i
   CHECK(deep.get(ProblemField::kDilD) == 1);
   const Problem given = problem_of("dir=F,dtype=FP32,n=1,c=4,k=8,h=7,w=7,y=1,x=1,stride_d=1");
   CHECK(given.get(ProblemField::kStrideD) == 1);  // what the user gives stays
+}
+
+// ---- issue 24: MIOpen's forms and conventions, honest eval, tables a library can load, CLI ----
+
+namespace {
+
+Problem any_problem(const std::string& input, tunecast::codegen::ProblemForm expected) {
+  Problem p;
+  tunecast::codegen::ProblemForm form;
+  const Status status = tunecast::codegen::parse_problem_any(input, &p, &form);
+  const std::string why = input + ": " + status.message();
+  REQUIRE_MESSAGE(status.is_ok(), why);
+  CHECK(form == expected);
+  return p;
+}
+
+std::string any_error(const std::string& input) {
+  Problem p;
+  const Status status = tunecast::codegen::parse_problem_any(input, &p);
+  CHECK_FALSE(status.is_ok());
+  return status.message();
+}
+
+}  // namespace
+
+TEST_CASE("problem forms: MIOpenDriver lines, perf-DB keys and network configs read into one convention") {
+  using tunecast::codegen::ProblemForm;
+  const std::string base = "./bin/MIOpenDriver conv -n 16 -c 64 -H 28 -W 28 -k 128 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2 "
+                           "-l 1 -j 1 -m conv -g 1 -t 1";
+  // Forward: the driver's C, K and input size as they are.
+  Problem f = any_problem(base + " -F 1", ProblemForm::kDriver);
+  CHECK(f.get(ProblemField::kDir) == kForward);
+  CHECK(f.get(ProblemField::kC) == 64);
+  CHECK(f.get(ProblemField::kK) == 128);
+  CHECK(f.get(ProblemField::kH) == 28);
+  CHECK(f.get(ProblemField::kStrideH) == 2);
+  // Backward data and weights: dy's channels (the forward K) and size (the forward output, 14).
+  for (const char* flag : {" -F 2", " -F 4"}) {
+    Problem b = any_problem(base + flag, ProblemForm::kDriver);
+    CHECK(b.get(ProblemField::kDir) == (std::string(flag) == " -F 2" ? kBackwardData : kBackwardWeights));
+    CHECK(b.get(ProblemField::kC) == 128);
+    CHECK(b.get(ProblemField::kK) == 64);
+    CHECK(b.get(ProblemField::kH) == 14);
+    CHECK(b.get(ProblemField::kW) == 14);
+  }
+  // Long flags, other precisions, and name=value items for what the line does not carry.
+  Problem h = any_problem("MIOpenDriver convfp16 --batchsize 8 --in_channels 32 --in_h 7 --in_w 7 --out_channels 16 "
+                          "--fil_h 3 --fil_w 3 --pad_h 1 --pad_w 1 --forw 4 arch=gfx906",
+                          ProblemForm::kDriver);
+  CHECK(h.get(ProblemField::kDtype) == kFp16);
+  CHECK(h.get(ProblemField::kC) == 16);
+  CHECK(h.get(ProblemField::kH) == 7);
+  CHECK(h.get(ProblemField::kArch) == kGfx906);
+  CHECK(any_problem("convbfp16 -n 1 -c 2 -H 3 -W 3 -k 4 -y 1 -x 1 -F 1", ProblemForm::kDriver).get(ProblemField::kDtype) ==
+        kBf16);
+  // The perf DB's key and the find DB's network config are already in the convention.
+  Problem key = any_problem("128-14-14-1x1-64-27-27-16-0x0-2x2-1x1-0-NCHW-FP32-B,arch=gfx906", ProblemForm::kPerfDbKey);
+  CHECK(key.get(ProblemField::kDir) == kBackwardData);
+  CHECK(key.get(ProblemField::kC) == 128);
+  CHECK(key.get(ProblemField::kK) == 64);
+  CHECK(key.get(ProblemField::kH) == 14);
+  CHECK(key.get(ProblemField::kStrideW) == 2);
+  CHECK(key.get(ProblemField::kArch) == kGfx906);
+  CHECK(any_problem("64-28-28-1x1-128-28-28-16-0x0-1x1-1x1-0-NCHW-FP16-F_g2", ProblemForm::kPerfDbKey).get(ProblemField::kG) == 2);
+  Problem net = any_problem("64x28x28x1x1x128x28x28x16xNCHWxFP32x0x0x1x1x1x1x1xFxDefault", ProblemForm::kNetworkConfig);
+  CHECK(net.get(ProblemField::kK) == 128);
+  CHECK(net.get(ProblemField::kN) == 16);
+  CHECK(any_problem("dir=B,dtype=FP32,n=1,c=2,k=3,h=4,w=4,y=1,x=1", ProblemForm::kFields).get(ProblemField::kC) == 2);
+
+  // What cannot be read is said.
+  CHECK(contains(any_error(base + " -F 0"), "give one direction, -F 1 (forward), 2 (backward data) or 4"));
+  CHECK(contains(any_error(base + " -F 3"), "give one direction"));
+  CHECK(contains(any_error(base), "-F (none)"));
+  CHECK(contains(any_error("MIOpenDriver conv -c 64 -H 28 -W 28 -k 128 -y 1 -x 1 -F 1"), "flag -n (--batchsize) is missing"));
+  CHECK(contains(any_error(base + " -F 1 -m trans"), "given twice"));
+  CHECK(contains(any_error("MIOpenDriver conv -n 1 -c 2 -H 3 -W 3 -k 4 -y 1 -x 1 -F 1 -m trans"), "only -m conv is read"));
+  CHECK(contains(any_error("MIOpenDriver conv -n 1 -c 2 -H 3 -W 3 -k 4 -y 1 -x 1 -F 1 -Q 3"), "'-Q' is not a flag"));
+  CHECK(contains(any_error("MIOpenDriver pool -n 1"), "is not a convolution command"));
+  CHECK(contains(any_error("MIOpenDriver conv -n 1 -c 2 -H 3 -W 3 -k 4 -y 5 -x 5 -F 2"), "the filter does not fit"));
+  CHECK(contains(any_error("64-28-28-1x1-128-27-28-16-0x0-1x1-1x1-0-NCHW-FP32-F"), "does not follow from"));
+  CHECK(contains(any_error("64-28-28-1x1-128-28-28-16-0x0-1x1-1x1-0-NCHW-FP32FP32FP16-F"), "mixed types"));
+  CHECK(contains(any_error("64-28-28-1x1-128-28-28-16-0x0-1x1-1x1-0-NCHW-FP32-F,arch=gfx906,n=3"), "given twice"));
+}
+
+TEST_CASE("CLI: problems in MIOpen's forms are converted and shown; conventions of every command") {
+  TempDir dir;
+  ir::Model m = tiny_with_rules("applies n % 2 == 0\n");
+  m.metadata["solver"] = "Tiny";
+  write_blob_file(dir.file("tiny.tcm"), m);
+  const std::string model = dir.file("tiny.tcm");
+
+  // predict: a driver line, its problem on stderr in fields.
+  CliResult r = run_cli(dir, "predict " + model + " --problem \"MIOpenDriver conv -n 16 -c 30 -H 7 -W 7 -k 4 -y 1 -x 1 -F 2\"");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "the MIOpenDriver command line reads as --problem \"dir=B,dtype=FP32,layout=NCHW,n=16,c=4,k=30,h=7,w=7"),
+                r.err);
+  r = run_cli(dir, "predict --help");
+  CHECK(r.exit_code == 0);
+  CHECK_MESSAGE(contains(r.out, "c = the forward K"), r.out);
+  CHECK(contains(run_cli(dir, "table --help").out, "c = the forward K"));
+
+  // --version and --help on every command; bare tunecast is a usage error on stderr.
+  for (const char* command : {"inspect", "import-keras", "compile", "predict", "emit-cpp", "embed", "table", "eval"}) {
+    r = run_cli(dir, std::string(command) + " --version");
+    CHECK_MESSAGE(r.exit_code == 0, command);
+    CHECK(r.out.rfind("tunecast ", 0) == 0);
+    r = run_cli(dir, std::string(command) + " --help");
+    CHECK_MESSAGE(r.exit_code == 0, command);
+    CHECK(contains(r.out, "usage: tunecast"));
+  }
+  r = run_cli(dir, "");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(contains(r.err, "usage: tunecast COMMAND"));
+
+  // table: driver lines and keys in the list; an output that is an input is refused before anything
+  // is written; -o - is stdout; folders are created; the status line goes to stderr.
+  write_text(dir.file("problems.txt"), "MIOpenDriver conv -n 16 -c 30 -H 7 -W 7 -k 4 -y 1 -x 1 -F 2\n"
+                                       "4-7-7-1x1-30-7-7-15-0x0-1x1-1x1-0-NCHW-FP32-F\n"
+                                       "dir=F,dtype=FP32,n=8,c=4,k=30,h=7,w=7,y=1,x=1\n");
+  const std::string table = "table " + model + " --problems " + dir.file("problems.txt");
+  const std::string before = read_text(model);
+  check_one_line_error(run_cli(dir, table + " -o " + model), "is the input");
+  check_one_line_error(run_cli(dir, table + " --format text -o " + dir.file("problems.txt")), "is the input");
+  CHECK(read_text(model) == before);
+  r = run_cli(dir, table + " --format text -o -");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.out, "dir=B,dtype=FP32,layout=NCHW,n=16,c=4,k=30,h=7,w=7"), r.out);
+  CHECK_MESSAGE(contains(r.err, "2 lines are in MIOpen's forms, converted to fields"), r.err);
+  CHECK_MESSAGE(contains(r.err, "table: wrote stdout"), r.err);
+  CHECK_FALSE(std::filesystem::exists(dir.file("-")));
+  // Not applicable (n = 15) is flagged in text and C++, left out of a perf DB.
+  CHECK_MESSAGE(contains(r.out, "\t# not applicable: n % 2 == 0"), r.out);
+  r = run_cli(dir, table + " -o " + dir.file("new/folder/t.inc"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.empty());
+  CHECK_MESSAGE(contains(r.err, "table: wrote " + dir.file("new/folder/t.inc")), r.err);
+  const std::string inc = read_text(dir.file("new/folder/t.inc"));
+  CHECK(contains(inc, "bool applicable;"));
+  CHECK_MESSAGE(contains(inc, ", true, false, {"), inc);  // found, not applicable
+  CHECK(contains(inc, "// not applicable: n % 2 == 0"));
+  r = run_cli(dir, table + " --format perfdb -o " + dir.file("t.db"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "they are left out of the perf DB"), r.err);
+  std::vector<PerfDbRow> rows;
+  REQUIRE(read_perf_db(dir.file("t.db"), "Tiny", {}, &rows).is_ok());
+  CHECK(rows.size() == 2);
+  for (const PerfDbRow& row : rows) CHECK(row.problem.get(ProblemField::kN) % 2 == 0);
+  // Fields beyond the perf DB's 32-bit columns are refused, naming the line and column.
+  write_text(dir.file("big.txt"), "dir=F,dtype=FP32,n=8,c=1099511627776,k=30,h=7,w=7,y=1,x=1\n");
+  check_one_line_error(run_cli(dir, "table " + model + " --problems " + dir.file("big.txt") + " --format perfdb -o " +
+                                        dir.file("big.db")),
+                       "big.txt:1: c = 1099511627776 does not fit the perf DB's column in_channels");  // before predicting
+  CHECK_FALSE(std::filesystem::exists(dir.file("big.db")));
+  // Nothing to write is an error, in every format.
+  write_text(dir.file("odd.txt"), "dir=F,dtype=FP32,n=15,c=4,k=30,h=7,w=7,y=1,x=1\n");
+  r = run_cli(dir, "table " + model + " --problems " + dir.file("odd.txt") + " --format perfdb -o " + dir.file("odd.db"));
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(contains(r.err, "tunecast: nothing to write: none of the 1 problems"), r.err);
+  CHECK_FALSE(std::filesystem::exists(dir.file("odd.db")));
+  write_text(dir.file("noarch.txt"), "dir=F,dtype=FP32,n=16,h=7,w=7,y=1,x=1\n");  // no c, k: no candidate
+  r = run_cli(dir, "table " + model + " --problems " + dir.file("noarch.txt") + " -o " + dir.file("noarch.inc"));
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(contains(r.err, "tunecast: nothing to write: none of the 1 problems"), r.err);
+  CHECK_FALSE(std::filesystem::exists(dir.file("noarch.inc")));
+  // A blob to a terminal is refused; into a pipe or file it is fine.
+  r = run_cli(dir, "compile " + model + " -o - > " + dir.file("x"));
+  CHECK(r.exit_code != 0);  // not a .tcir.json, but -o - itself was accepted
+  CHECK_FALSE(contains(r.err, "terminal"));
+}
+
+TEST_CASE("CLI eval: --solver is the model's, in-sample figures are said and shown without baselines") {
+  TempDir dir;
+  make_tiny_perf_db(dir.file("tiny.db"), [](int) { return "10,20,30"; });
+  ir::Model m = tiny_with_rules();
+  m.metadata["solver"] = "Tiny";
+  write_blob_file(dir.file("tiny.tcm"), m);
+  m.metadata["fit_on"] = "all";
+  m.metadata["split_seed"] = "0";
+  write_blob_file(dir.file("refit.tcm"), m);
+  // --solver may be left out; another solver's rows are refused, even with as many parameters.
+  CliResult r = run_cli(dir, "eval " + dir.file("tiny.tcm") + " --perfdb " + dir.file("tiny.db") + " --json --split test");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["solver"] == "Tiny");
+  CHECK(j["in_sample"] == false);
+  CHECK(j.contains("baselines"));
+  check_one_line_error(run_cli(dir, "eval " + dir.file("tiny.tcm") + " --perfdb " + dir.file("tiny.db") + " --solver Other"),
+                       "--solver Other: " + dir.file("tiny.tcm") + " predicts Tiny's parameters");
+  // A refit on all: --split test is in-sample too; no baselines beside it, and the table says so.
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + " --perfdb " + dir.file("tiny.db") + " --json --split test");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["in_sample"] == true);
+  CHECK(j["in_sample_problems"] == j["n"]);
+  CHECK_FALSE(j.contains("baselines"));
+  CHECK(contains(j["baselines_omitted"].get<std::string>(), "in-sample for the model"));
+  r = run_cli(dir, "eval " + dir.file("refit.tcm") + " --perfdb " + dir.file("tiny.db") + " --split test");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.out, "IN-SAMPLE: the model learned"), r.out);
+  CHECK_MESSAGE(contains(r.out, "baselines: not shown"), r.out);
+  CHECK_FALSE(contains(r.out, "nearest"));
+  // The message for a solver the DB does not hold reads as a sentence.
+  check_one_line_error(run_cli(dir, "eval " + dir.file("refit.tcm") + " --perfdb " + dir.file("tiny.db") +
+                                        " --precision FP16"),
+                       "holds no rows of solver Tiny for precision FP16");
+  // An output naming an input is refused before the work.
+  check_one_line_error(run_cli(dir, "eval " + dir.file("tiny.tcm") + " --perfdb " + dir.file("tiny.db") +
+                                        " --candidates " + dir.file("tiny.db")),
+                       "is the input");
+}
+
+TEST_CASE("rules: parameter names without commas are said to need them") {
+  rules::CompiledRules out;
+  const Status status = rules::compile("params a b c\n", "bad.tcr", &out);
+  CHECK_FALSE(status.is_ok());
+  CHECK_MESSAGE(contains(status.message(), "parameter names are separated by commas: 'params a, b, ...'"),
+                std::string(status.message()));
 }

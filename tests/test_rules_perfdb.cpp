@@ -15,6 +15,7 @@
 #include "constraint_vm.h"
 #include "test_data.h"
 #include "tunecast/codegen/perfdb.h"
+#include "tunecast/codegen/problem_forms.h"
 #include "tunecast/codegen/rules_compiler.h"
 
 using namespace tunecast;
@@ -521,4 +522,52 @@ TEST_CASE("rules perfdb: parse_param_list") {
   CHECK_FALSE(parse_param_list("", &values));
   CHECK_FALSE(parse_param_list("4,", &values));
   CHECK_FALSE(parse_param_list("99999999999999999999", &values));
+}
+
+// tunecast's convention for dir=B (problem_forms.h): c is the perf DB's in_channels, the forward K,
+// and h x w dy's size. A MIOpenDriver user writes the forward C, K and input size: the driver line
+// of every gfx906 dir=B ConvAsm1x1U row converts to that row's problem, whose tuned vector the
+// rules accept; the same numbers typed as fields in the driver's order break the rules on some rows
+// (and the model, trained in the DB's convention, answers another problem on all of them).
+TEST_CASE("problem forms: MIOpenDriver -F 2 lines of the DB's dir=B ConvAsm1x1U rows read as the DB's problems") {
+  if (!tunecast_test::have_shared_data()) {
+    MESSAGE("skipped: no shared data");
+    return;
+  }
+  const rules::CompiledRules rules = load_rules("ConvAsm1x1U");
+  int rows = 0, accepted = 0, accepted_as_typed = 0;
+  for (const PerfDbRow& row : load_rows("gfx906_60.db", "ConvAsm1x1U")) {
+    const Problem& p = row.problem;
+    if (p.get(ProblemField::kDir) != kBackwardData) continue;
+    ++rows;
+    const int64_t s = p.get(ProblemField::kStrideH);
+    // A forward input whose 1x1 output (no padding, stride s) is dy's h x w.
+    const int64_t H = s * (p.get(ProblemField::kH) - 1) + 1, W = s * (p.get(ProblemField::kW) - 1) + 1;
+    const char* command = p.get(ProblemField::kDtype) == kFp16 ? "convfp16" : "conv";
+    const std::string command_line = std::string("./bin/MIOpenDriver ") + command + " -n " +
+                             std::to_string(p.get(ProblemField::kN)) + " -c " + std::to_string(p.get(ProblemField::kK)) +
+                             " -H " + std::to_string(H) + " -W " + std::to_string(W) + " -k " +
+                             std::to_string(p.get(ProblemField::kC)) + " -y 1 -x 1 -p 0 -q 0 -u " + std::to_string(s) +
+                             " -v " + std::to_string(s) + " -l 1 -j 1 -m conv -g 1 -F 2 -t 1";
+    Problem read;
+    codegen::ProblemForm form;
+    const Status status = codegen::parse_problem_any(command_line, &read, &form);
+    REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
+    CHECK(form == codegen::ProblemForm::kDriver);
+    for (ProblemField f : {ProblemField::kDir, ProblemField::kDtype, ProblemField::kN, ProblemField::kC, ProblemField::kK,
+                           ProblemField::kH, ProblemField::kW, ProblemField::kStrideH, ProblemField::kStrideW}) {
+      const std::string where = command_line + " " + problem_field_name(f);
+      CHECK_MESSAGE(read.get(f) == p.get(f), where);
+    }
+    accepted += accepts(rules, read, row.params);
+    Problem typed = p;  // the driver's -c and -k taken as c and k
+    typed.set(ProblemField::kC, p.get(ProblemField::kK));
+    typed.set(ProblemField::kK, p.get(ProblemField::kC));
+    accepted_as_typed += accepts(rules, typed, row.params);
+  }
+  REQUIRE(rows > 1000);
+  CHECK(accepted == rows);
+  MESSAGE(rows << " dir=B rows: the rules accept " << accepted << " tuned vectors as converted, " << accepted_as_typed
+                << " with c and k in the driver's order");
+  CHECK(accepted_as_typed < rows);  // 7338 of 7741 on this DB: the rest break the k_mult and waves rules
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tunecast/codegen/file_io.h"
@@ -80,6 +81,15 @@ void predict_in_parallel(const Model& model, int max_beam, size_t count, int thr
 // `j` as text (indent < 0: one line). Bytes that are not UTF-8 (a file name, a blob's metadata)
 // become U+FFFD instead of throwing.
 std::string json_text(const nlohmann::json& j, int indent = -1);
+
+// An output path, checked before the work: "-" is stdout (refused for `binary` output when stdout
+// is a terminal); a path that names one of `inputs` (the same file, by device and inode) is
+// refused, so an input is never replaced; the output's folder is created (mkdir -p).
+Status prepare_output(const std::string& path, const std::vector<std::string>& inputs, bool binary);
+// Writes `contents` to stdout for "-", else atomically to `path` (codegen::write_file_atomic).
+Status write_output(const std::string& path, std::string_view contents);
+// What a status line calls the output: "stdout" for "-", else the path.
+std::string output_name(const std::string& path);
 
 // Prints "tunecast: <message>" and returns the exit code for `status`.
 int fail(const Status& status);

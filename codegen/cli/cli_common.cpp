@@ -3,7 +3,10 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <system_error>
+#include <filesystem>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -204,6 +207,44 @@ void predict_in_parallel(const Model& model, int max_beam, size_t count, int thr
 std::string json_text(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+Status prepare_output(const std::string& path, const std::vector<std::string>& inputs, bool binary) {
+  if (path == "-") {
+    if (binary && ::isatty(STDOUT_FILENO)) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "-o - would write a binary file to the terminal: redirect stdout or name a file");
+    }
+    return Status::ok();
+  }
+  struct stat out_st;
+  if (::stat(path.c_str(), &out_st) == 0) {
+    for (const std::string& input : inputs) {
+      struct stat in_st;
+      if (!input.empty() && ::stat(input.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
+          in_st.st_ino == out_st.st_ino) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "the output %s is the input %s: it would be replaced; name another output",
+                             path.c_str(), input.c_str());
+      }
+    }
+  }
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty() && !path.empty() && path.back() != '/') {
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);  // like mkdir -p; check_output_path says why not
+  }
+  return codegen::check_output_path(path);
+}
+
+Status write_output(const std::string& path, std::string_view contents) {
+  if (path != "-") return codegen::write_file_atomic(path, contents);
+  if (std::fwrite(contents.data(), 1, contents.size(), stdout) != contents.size() || std::fflush(stdout) != 0) {
+    return Status::error(StatusCode::kIoError, "cannot write to stdout");
+  }
+  return Status::ok();
+}
+
+std::string output_name(const std::string& path) { return path == "-" ? "stdout" : path; }
 
 int fail(const Status& status) {
   std::fprintf(stderr, "tunecast: %s\n", status.message());

@@ -139,13 +139,13 @@ Status half_weights_blob(const ir::Model& model, const Args& args,
   TUNECAST_RETURN_IF_ERROR(check_samples(reference.model, args, test_vectors, &samples, &what));
   codegen::PredictionComparison result;
   TUNECAST_RETURN_IF_ERROR(codegen::compare_predictions(reference.model, half.model, samples, &result));
-  std::printf("fp16 weights: %d of %d inputs predict differently from fp32 (greedy and beam 10; %s)\n",
+  std::fprintf(stderr, "fp16 weights: %d of %d inputs predict differently from fp32 (greedy and beam 10; %s)\n",
               result.differing, result.checked, what.c_str());
   if (result.differing > 0) {
     const codegen::CheckSample& first = samples[static_cast<size_t>(result.first_index)];
     char problem[512] = "";
     if (first.problem) format_problem(*first.problem, problem, sizeof problem);
-    std::printf("fp16 weights: first difference: %s%s%s\n", result.first.c_str(),
+    std::fprintf(stderr, "fp16 weights: first difference: %s%s%s\n", result.first.c_str(),
                 first.problem ? "; problem " : "", problem);
   }
   std::fflush(stdout);
@@ -167,7 +167,7 @@ Status check_vectors(const std::vector<uint8_t>& blob, const Args& args) {
   TUNECAST_RETURN_IF_ERROR(loaded.load(blob));
   codegen::ReferenceReport report;
   TUNECAST_RETURN_IF_ERROR(codegen::run_reference_vectors(loaded.model, vectors, &report));
-  std::printf("vectors: %d graph runs, %zu values from %s (%s): max |tunecast - reference| / max(1, |reference|)"
+  std::fprintf(stderr, "vectors: %d graph runs, %zu values from %s (%s): max |tunecast - reference| / max(1, |reference|)"
               " = %.2e, tolerance %.0e\n",
               report.cases, report.values, args.get("check-vectors").c_str(),
               vectors.source.empty() ? "source not named" : vectors.source.c_str(), report.worst, vectors.tolerance);
@@ -190,14 +190,14 @@ int finish(const char* command, ir::Model* model, const Args& args,
   if (status) status = codegen::write_blob(*model, &blob);
   if (status && storage == "fp16") status = half_weights_blob(*model, args, test_vectors, &blob);
   if (status && args.has("check-vectors")) status = check_vectors(blob, args);
-  if (status) status = codegen::write_file_atomic(args.get("output"), blob);
+  if (status) status = write_output(args.get("output"), std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
   if (!status) return fail(status);
   size_t weights = 0;
   for (const ir::Graph& g : model->graphs) {
     for (const ir::Layer& l : g.layers) weights += l.kernel.data.size() + l.recurrent.data.size() + l.bias.size();
   }
-  std::printf("%s: wrote %s (%zu bytes; %zu graphs, %zu %s weights, %zu parameters, %zu constraints%s%s)\n",
-              command, args.get("output").c_str(), blob.size(), model->graphs.size(), weights, storage.c_str(),
+  std::fprintf(stderr, "%s: wrote %s (%zu bytes; %zu graphs, %zu %s weights, %zu parameters, %zu constraints%s%s)\n",
+              command, output_name(args.get("output")).c_str(), blob.size(), model->graphs.size(), weights, storage.c_str(),
               model->vocabulary.parameters.size(), model->constraints.size(),
               model->applicability.empty() ? "" : (", " + std::to_string(model->applicability.size()) +
                                                    " applicability conditions").c_str(),
@@ -239,6 +239,15 @@ int cmd_import_keras(const std::vector<std::string>& argv) {
   status = check_weight_options(args);
   if (!status) return usage_error("import-keras", status.message());
   std::string source = args.positional()[0];
+  {
+    std::vector<std::string> inputs = {source, args.get("rules"), args.get("encoding"), args.get("check-perfdb")};
+    for (const char* suffix : {"_encoder.ktn.model", "_decoder.ktn.model", "_metadata.ktn.model"}) {
+      inputs.push_back(source + suffix);
+    }
+    if (ends_with(source, ".tn.model")) inputs.push_back(source.substr(0, source.size() - 9) + "_metadata.tn.model");
+    status = prepare_output(args.get("output"), inputs, true);  // before the work
+    if (!status) return fail(status);
+  }
   ir::Model model;
   if (ends_with(source, ".tn.model")) {
     status = keras::import_tn(source, &model);
@@ -285,6 +294,11 @@ int cmd_compile(const std::vector<std::string>& argv) {
   }
   status = check_weight_options(args);
   if (!status) return usage_error("compile", status.message());
+  status = prepare_output(args.get("output"),
+                          {args.positional()[0], args.get("rules"), args.get("encoding"), args.get("check-vectors"),
+                           args.get("check-perfdb")},
+                          true);  // before the work
+  if (!status) return fail(status);
   ir::Model model;
   status = read_ir_json(args.positional()[0], &model);
   if (!status) return fail(status);

@@ -27,6 +27,9 @@ Status write_pair(const std::string& dir, const std::string& name, const std::st
 Status output_names(const Args& args, std::string* dir, std::string* name_space,
                     std::string* name) {
   *dir = args.get("output");
+  if (*dir == "-") {
+    return Status::error(StatusCode::kInvalidArgument, "-o names a folder (NAME.h and NAME.cpp are written there), not stdout");
+  }
   *name_space = args.get("namespace", "tunecast_generated");
   *name = args.get("name");
   if (name->empty()) {
@@ -77,7 +80,7 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
   status = codegen::emit_cpp(loaded.model, options, &sources);
   if (status) status = write_pair(dir, options.name, sources.header, sources.source);
   if (!status) return fail(status);
-  std::printf("emit-cpp: wrote %s.h and %s.cpp (%zu + %zu bytes, beams up to %d)\n",
+  std::fprintf(stderr, "emit-cpp: wrote %s.h and %s.cpp (%zu + %zu bytes, beams up to %d)\n",
               join_path(dir, options.name).c_str(), join_path(dir, options.name).c_str(),
               sources.header.size(), sources.source.size(), options.max_beam);
   return 0;
@@ -109,7 +112,7 @@ int cmd_embed(const std::vector<std::string>& argv) {
                                        args.positional()[0], &header, &source);
   if (status) status = write_pair(dir, name, header, source);
   if (!status) return fail(status);
-  std::printf("embed: wrote %s.h and %s.cpp (%zu-byte blob)\n", join_path(dir, name).c_str(),
+  std::fprintf(stderr, "embed: wrote %s.h and %s.cpp (%zu-byte blob)\n", join_path(dir, name).c_str(),
               join_path(dir, name).c_str(), loaded.file.size());
   return 0;
 }

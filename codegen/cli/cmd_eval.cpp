@@ -48,14 +48,16 @@ std::optional<int> parse_options(const std::vector<std::string>& argv, Options* 
       {"json", "no-baselines", "no-constraints"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast eval MODEL.tcm --perfdb DB --solver S [--precision P[,P...]]\n"
+        "usage: tunecast eval MODEL.tcm --perfdb DB [--solver S] [--precision P[,P...]]\n"
         "                     [--beam 1,10,30,50,100] [--split all|train|val|test] [--split-seed N]\n"
         "                     [--train-perfdb DB] [--baselines-fit-on train|train+val|all]\n"
         "                     [--search-width W] [--no-baselines] [--no-constraints]\n"
         "                     [--plot FILE.png] [--candidates FILE.jsonl] [--json] [--limit N]\n"
         "                     [--threads N] [--arch A]\n\n"
         "Runs the runtime's constrained beam search at each beam width over every problem of\n"
-        "solver S (and the given precisions) in DB and reports the paper's metrics:\n"
+        "solver S (and the given precisions) in DB and reports the paper's metrics. S defaults to\n"
+        "the model's metadata solver and must agree with it (another solver's rows, even with as\n"
+        "many parameters, are not what the model predicts); a model without one needs --solver.\n"
         "  perfect@k  share of problems whose tuned vector is among the k candidates (beam k)\n"
         "  average@k  mean per-parameter accuracy of the best-matching of the k candidates\n"
         "             (k = 1: plain per-parameter accuracy)\n"
@@ -74,7 +76,11 @@ std::optional<int> parse_options(const std::vector<std::string>& argv, Options* 
         "--train-perfdb). --split picks the evaluated problems (default all). When the model's\n"
         "metadata says it learned from splits being evaluated (fit_on), a note counts the\n"
         "evaluated problems it learned from: exactly with --train-perfdb (the model's own DB,\n"
-        "e.g. when DB is an independent holdout), else taking DB for the model's own.\n"
+        "e.g. when DB is an independent holdout), else taking DB for the model's own. Such\n"
+        "figures are in-sample: the table's first line, the JSON (\"in_sample\": true,\n"
+        "\"in_sample_problems\") and the plot's title say so, and no baselines are shown beside\n"
+        "them (they never see the evaluated problems: \"baselines_omitted\" says why). A shipped\n"
+        "refit (fit_on all) is in-sample on every split of its own DBs, --split test included.\n"
         "--precision: FP32, FP16, BF16, INT8, comma-separated (default: all four).\n"
         "The problems' arch comes from DB's file name, as MIOpen names perf DBs (gfx906_60.db);\n"
         "--arch A gives it for a DB named otherwise (it must agree with the name's, if any).\n"
@@ -102,8 +108,8 @@ std::optional<int> parse_options(const std::vector<std::string>& argv, Options* 
     return 0;
   }
   if (!status) return usage_error("eval", status.message());
-  if (args.positional().size() != 1 || !args.has("perfdb") || !args.has("solver")) {
-    return usage_error("eval", "expected MODEL, --perfdb DB and --solver S");
+  if (args.positional().size() != 1 || !args.has("perfdb")) {
+    return usage_error("eval", "expected MODEL and --perfdb DB");
   }
   std::vector<std::string> beam_texts;
   status = parse_list(args.get("beam", "1,10,30,50,100"), "--beam", &beam_texts);
@@ -157,9 +163,11 @@ std::optional<int> parse_options(const std::vector<std::string>& argv, Options* 
     return usage_error("eval", "--plot " + args.get("plot") + ": the plot's name must end with .png, .svg or .pdf");
   }
   // Output files are checked before the work, so that a long evaluation is not lost to a typo.
+  const std::vector<std::string> inputs = {args.positional()[0], args.get("perfdb"), args.get("train-perfdb")};
   for (const char* option : {"plot", "candidates"}) {
     if (args.has(option)) {
-      status = codegen::check_output_path(args.get(option));
+      status = prepare_output(args.get(option), inputs, false);
+      if (status && std::string(option) == "plot") status = prepare_output(args.get(option) + ".json", inputs, false);
       if (!status) return fail(status);
     }
   }
@@ -181,6 +189,18 @@ int cmd_eval(const std::vector<std::string>& argv) {
     return fail(Status::error(StatusCode::kInvalidArgument,
                               "%s needs a feature encoding to be evaluated from a perf DB",
                               args.positional()[0].c_str()));
+  }
+  // The solver: the model's own (its metadata), which --solver may repeat but not contradict.
+  const char* model_solver = model.metadata("solver");
+  options.solver = args.get("solver", model_solver ? model_solver : "");
+  if (options.solver.empty()) {
+    return usage_error("eval", args.positional()[0] + " names no solver in its metadata: pass --solver S");
+  }
+  if (model_solver != nullptr && *model_solver != '\0' && options.solver != model_solver) {
+    return fail(Status::error(StatusCode::kInvalidArgument,
+                              "--solver %s: %s predicts %s's parameters (its metadata solver); evaluate it on %s rows "
+                              "(or leave --solver out)",
+                              options.solver.c_str(), args.positional()[0].c_str(), model_solver, model_solver));
   }
   eval::Report report;
   report.has_constraints = model.root()->constraints() && model.root()->constraints()->size() > 0;
@@ -209,7 +229,7 @@ int cmd_eval(const std::vector<std::string>& argv) {
   }
   eval::score_results(options, problems, results, &report);
   report.archs = eval::archs_of(problems.evaluated);
-  report.baselines = eval::run_baselines(options, problems, report.archs);
+  report.baselines = eval::run_baselines(options, problems, report.archs, report.in_sample);
 
   const nlohmann::json json = eval::report_json(options, report);
   if (args.has("plot")) {

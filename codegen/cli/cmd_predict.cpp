@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "tunecast/codegen/problem_forms.h"
 #include "tunecast/predict.h"
 
 namespace tunecast::cli {
@@ -60,10 +61,21 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "Runs the encoder once and a constrained beam search over the decoder, printing the K\n"
         "best parameter vectors that satisfy every constraint compiled into the model, best\n"
         "first, with their log-probability scores.\n\n"
-        "  --problem   problem fields, e.g. \"dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,\n"
-        "              arch=gfx906\" (pad/stride/dilation/group/layout default to 0/1/1/1/NCHW; a\n"
-        "              field the model's encoding reads, such as the shipped models' arch, must be\n"
-        "              given); the model's feature encoding turns them into the encoder input\n"
+        "  --problem   the problem, in any of MIOpen's forms (detected):\n"
+        "              fields: \"dir=F,dtype=FP32,n=16,c=64,k=128,h=28,w=28,y=1,x=1,arch=gfx906\"\n"
+        "                (pad/stride/dilation/group/layout default to 0/1/1/1/NCHW);\n"
+        "              a MIOpenDriver command line as MIOPEN_ENABLE_LOGGING_CMD prints it:\n"
+        "                \"MIOpenDriver conv -n 16 -c 64 -H 28 -W 28 -k 128 -y 1 -x 1 -p 0 -q 0 -u 1\n"
+        "                -v 1 -l 1 -j 1 -m conv -g 1 -F 1 arch=gfx906\" (convfp16, convbfp16; -F 1, 2\n"
+        "                or 4: one direction);\n"
+        "              a perf-DB key: \"64-28-28-1x1-128-28-28-16-0x0-1x1-1x1-0-NCHW-FP32-F,arch=gfx906\";\n"
+        "              a network config: \"64x28x28x1x1x128x28x28x16xNCHWxFP32x0x0x1x1x1x1x1xF\".\n"
+        "              A driver line, key or config is followed by name=value items for what it\n"
+        "              lacks (arch, which the shipped models read). Which tensors c and k name:\n"
+        "              for dir=F the input's and output's channels (c = C, k = K), h x w the input;\n"
+        "              for dir=B and W, as in MIOpen's perf DB, dy's: c = the forward K, k = the\n"
+        "              forward C, h x w = the forward output. The driver's -c/-k/-H/-W are always the\n"
+        "              forward convolution's and are converted; the problem read is shown on stderr.\n"
         "  --features  the encoder input itself, comma-separated row-major floats (for MIOpen's\n"
         "              KTN: the 8x8 diagonal matrix); constraints need --problem as well\n"
         "  --greedy    one candidate by MIOpen's constrained greedy procedure (beam width 1)\n"
@@ -122,8 +134,15 @@ int cmd_predict(const std::vector<std::string>& argv) {
   Problem problem;
   const bool have_problem = args.has("problem");
   if (have_problem) {
-    status = parse_problem(args.get("problem"), &problem);
+    codegen::ProblemForm form = codegen::ProblemForm::kFields;
+    status = codegen::parse_problem_any(args.get("problem"), &problem, &form);
     if (!status) return fail(status);
+    if (form != codegen::ProblemForm::kFields) {
+      char text[512];
+      format_problem(problem, text, sizeof text);
+      std::fprintf(stderr, "tunecast: note: the %s reads as --problem \"%s\"\n", codegen::problem_form_name(form),
+                   text);
+    }
   }
   std::vector<unsigned char> scratch(model.scratch_bytes(options.beam_width));
   std::vector<Candidate> candidates(count);

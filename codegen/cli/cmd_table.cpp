@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "table.h"
 #include "tunecast/codegen/cpp_emitter.h"
+#include "tunecast/codegen/problem_forms.h"
 #include "tunecast/predict.h"
 
 namespace tunecast::cli {
@@ -20,11 +21,15 @@ namespace {
 
 using table::Row;
 
+// One problem per line in any form codegen::parse_problem_any reads; lines in MIOpen's forms
+// (driver command lines, perf-DB keys, network configs) are converted, and one note says so.
 Status read_problems(const std::string& path, std::vector<Row>* rows) {
   std::string contents;
   TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &contents));
   std::istringstream in(contents);
   std::string line;
+  size_t converted = 0;
+  std::string first_converted;
   for (int number = 1; std::getline(in, line); ++number) {
     line = line.substr(0, line.find('#'));
     const size_t begin = line.find_first_not_of(" \t\r");
@@ -32,7 +37,8 @@ Status read_problems(const std::string& path, std::vector<Row>* rows) {
     line = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
     Row row;
     row.line = number;
-    const Status status = parse_problem(line, &row.problem);
+    codegen::ProblemForm form = codegen::ProblemForm::kFields;
+    const Status status = codegen::parse_problem_any(line, &row.problem, &form);
     if (!status) {
       return Status::error(StatusCode::kInvalidArgument, "%s:%d: %s", path.c_str(), number,
                            status.message());
@@ -40,10 +46,20 @@ Status read_problems(const std::string& path, std::vector<Row>* rows) {
     char text[512];
     format_problem(row.problem, text, sizeof text);
     row.text = text;
+    if (form != codegen::ProblemForm::kFields && converted++ == 0) {
+      first_converted = path + ":" + std::to_string(number) + " (a " + codegen::problem_form_name(form) +
+                        ") reads as \"" + row.text + "\"";
+    }
     rows->push_back(std::move(row));
   }
   if (rows->empty()) {
     return Status::error(StatusCode::kInvalidArgument, "%s holds no problems", path.c_str());
+  }
+  if (converted > 0) {
+    std::fprintf(stderr,
+                 "table: note: %zu line%s in MIOpen's forms, converted to fields (c and k of dir=B and W "
+                 "name dy's channels: c = the forward K); %s\n",
+                 converted, converted == 1 ? " is" : "s are", first_converted.c_str());
   }
   return Status::ok();
 }
@@ -102,7 +118,7 @@ std::string flagged_lines(const std::string& path, const std::vector<Row>& rows,
 // One warning each for the problems with no candidate (and why), with fields outside the ranges
 // the model was trained on (extrapolations), and that the kernel does not apply to (its rules'
 // `applies`, with the condition each fails).
-void warn_rows(const Model& model, const std::string& path, const std::vector<Row>& rows) {
+void warn_rows(const Model& model, const std::string& path, const std::vector<Row>& rows, const std::string& format) {
   size_t count = 0;
   std::string lines = flagged_lines(
       path, rows, [](const Row& r) { return !r.status; },
@@ -132,8 +148,11 @@ void warn_rows(const Model& model, const std::string& path, const std::vector<Ro
     const char* solver = model.metadata("solver");
     std::fprintf(stderr,
                  "tunecast: warning: %s does not apply to %zu of %zu problems (%s): MIOpen would not run "
-                 "the kernel there; their rows are written all the same\n",
-                 solver ? solver : "the kernel", count, rows.size(), lines.c_str());
+                 "the kernel there; %s\n",
+                 solver ? solver : "the kernel", count, rows.size(), lines.c_str(),
+                 format == "perfdb" ? "they are left out of the perf DB"
+                 : format == "cpp"  ? "their rows say applicable = false"
+                                    : "their lines end in '# not applicable'");
   }
 }
 
@@ -146,20 +165,30 @@ int cmd_table(const std::vector<std::string>& argv) {
     std::printf(
         "usage: tunecast table MODEL.tcm --problems FILE -o OUT [--beam K] [--format cpp|perfdb|text]\n"
         "                      [--threads N] [--namespace NS] [--solver NAME]\n\n"
-        "Predicts the best parameter vector of every problem in FILE (one problem per line in the\n"
-        "--problem syntax, '#' starts a comment) on every core, and writes OUT atomically. The best\n"
-        "is the first candidate of a beam of width K (default: the model's metadata search_width,\n"
-        "else 1: greedy). Formats:\n"
+        "Predicts the best parameter vector of every problem in FILE (one problem per line, '#'\n"
+        "starts a comment) on every core, and writes OUT atomically (-o - : stdout; its folder is\n"
+        "created; OUT may not be the model or FILE). A line is a problem in any form `tunecast\n"
+        "predict --problem` reads: fields, a MIOpenDriver command line, a perf-DB key or a network\n"
+        "config (followed by name=value items such as arch=gfx906); MIOpen's forms are converted\n"
+        "and a note shows the first. In fields, for dir=F c and k are the input and output\n"
+        "channels and h x w the input; for dir=B and W they describe dy as MIOpen's perf DB does:\n"
+        "c = the forward K, k = the forward C, h x w = the forward output. The best is the first\n"
+        "candidate of a beam of width K (default: the model's metadata search_width, else 1:\n"
+        "greedy). Formats:\n"
         "  cpp     a C++ include: NS::kDefaultParameters[], a constexpr array of {problem, found,\n"
-        "          values} (default; NS defaults to tunecast_table)\n"
+        "          applicable, values} (default; NS defaults to tunecast_table); applicable is false\n"
+        "          where the kernel's rules (`applies`) exclude the problem\n"
         "  perfdb  a MIOpen perf DB (SQLite, tables config and perf_db with MIOpen's columns); the\n"
         "          solver name is the model's metadata \"solver\" unless --solver is given; problems\n"
-        "          without a valid candidate are left out; one arch per file (MIOpen's key has none)\n"
-        "  text    one line per problem: the problem, a tab, the values (or '# reason')\n"
-        "Progress and problems per second go to stderr, and one warning each (naming the first few\n"
-        "lines) for problems with no candidate, with fields outside the model's training ranges\n"
-        "(extrapolations) and that the kernel does not apply to (its rules' `applies`); the last\n"
-        "two kinds are written like the rest.\n");
+        "          without a valid candidate or that the kernel does not apply to are left out; a\n"
+        "          field beyond the DB's 32-bit columns is refused; one arch per file (MIOpen's key\n"
+        "          has none); binary: -o - only into a pipe or file\n"
+        "  text    one line per problem: the problem, a tab, the values (or '# reason'), and\n"
+        "          '\\t# not applicable: CONDITION' where the kernel does not apply\n"
+        "Results go to OUT; progress, the closing status line and one warning each (naming the\n"
+        "first few lines) for problems with no candidate, with fields outside the model's training\n"
+        "ranges (extrapolations) and that the kernel does not apply to go to stderr. Nothing to\n"
+        "write (no problem with a candidate, or none left for the perf DB) is an error (exit 1).\n");
     return 0;
   }
   if (!status) return usage_error("table", status.message());
@@ -179,7 +208,8 @@ int cmd_table(const std::vector<std::string>& argv) {
   if (!codegen::is_cpp_namespace(name_space)) {
     return usage_error("table", "--namespace '" + name_space + "' is not a C++ namespace name (a::b)");
   }
-  status = codegen::check_output_path(args.get("output"));  // before the work, not after it
+  // Before the work, not after it: never the model or the problem list, and a binary DB not to a terminal.
+  status = prepare_output(args.get("output"), {args.positional()[0], args.get("problems")}, format == "perfdb");
   if (!status) return fail(status);
 
   LoadedModel loaded;
@@ -210,13 +240,36 @@ int cmd_table(const std::vector<std::string>& argv) {
   std::vector<Row> rows;
   status = read_problems(args.get("problems"), &rows);
   if (status && format == "perfdb") status = check_one_arch(args.get("problems"), rows);
+  if (status && format == "perfdb") status = table::check_perf_db_fields(args.get("problems"), rows);
   if (!status) return fail(status);
   threads = std::min<int>(threads, static_cast<int>(rows.size()));
   predict_all(model, options, threads, &rows);
-  warn_rows(model, args.get("problems"), rows);
+  warn_rows(model, args.get("problems"), rows, format);
 
-  size_t found = 0;
-  for (const Row& row : rows) found += row.status.is_ok();
+  size_t found = 0, usable = 0;  // with a candidate; and one the kernel applies to
+  for (const Row& row : rows) {
+    found += row.status.is_ok();
+    usable += row.status.is_ok() && row.not_applicable < 0;
+  }
+  // Nothing a library could use: an error, not an empty table.
+  const size_t kept = format == "perfdb" ? usable : found;
+  if (kept == 0) {
+    const Row* first = &rows.front();
+    for (const Row& row : rows) {
+      if (!row.status) {
+        first = &row;
+        break;
+      }
+    }
+    const std::string why = !first->status ? first->status.message()
+                                           : "`" + std::string(applicability_text(model, first->not_applicable)) +
+                                                 "` fails (the kernel does not apply)";
+    return fail(Status::error(StatusCode::kNotFound,
+                              "nothing to write: none of the %zu problems of %s has a valid candidate%s (%s:%d: %s)",
+                              rows.size(), args.get("problems").c_str(),
+                              format == "perfdb" ? " that the kernel applies to" : "", args.get("problems").c_str(),
+                              first->line, why.c_str()));
+  }
   std::string contents;
   if (format == "cpp") {
     contents = table::cpp_table(model, args.positional()[0], options.beam_width, name_space, rows);
@@ -226,15 +279,15 @@ int cmd_table(const std::vector<std::string>& argv) {
     size_t written = 0;
     status = table::perf_db_bytes(solver, rows, &contents, &written);
     if (!status) return fail(status);
-    if (written < found) {
+    if (written < usable) {
       std::fprintf(stderr, "tunecast: warning: %zu problem line%s an earlier problem: the perf DB holds %zu row%s\n",
-                   found - written, found - written == 1 ? " repeats" : "s repeat", written, written == 1 ? "" : "s");
+                   usable - written, usable - written == 1 ? " repeats" : "s repeat", written, written == 1 ? "" : "s");
     }
   }
-  status = codegen::write_file_atomic(args.get("output"), contents);
+  status = write_output(args.get("output"), contents);
   if (!status) return fail(status);
-  std::printf("table: wrote %s (%zu problems, %zu with a valid candidate, %s)\n",
-              args.get("output").c_str(), rows.size(), found, format.c_str());
+  std::fprintf(stderr, "table: wrote %s (%zu problems, %zu with a valid candidate, %zu of them applicable, %s)\n",
+               output_name(args.get("output")).c_str(), rows.size(), found, usable, format.c_str());
   return 0;
 }
 

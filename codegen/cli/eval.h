@@ -36,6 +36,7 @@ struct Options {
   int limit = 0;                        // --limit (0: every problem)
   int threads = 1;
   std::optional<int64_t> arch;          // --arch
+  std::string solver;                   // --solver, else the model's metadata solver (cmd_eval)
 };
 
 // Parses and checks `argv` (printing the help for --help). Returns the command's exit code when it
@@ -72,6 +73,9 @@ std::optional<int> read_problems(const Options& options, const Model& model, Pro
 struct InSample {
   std::optional<size_t> known;
   size_t count = 0;
+  // Whether any figure is in-sample: true when some evaluated problem was learned, or when the
+  // model learned from an evaluated split and which problems is unknown.
+  bool any() const { return known ? count > 0 : true; }
 };
 InSample note_in_sample(const Options& options, const Model& model, const ModelSplits& splits,
                         const Problems& problems);
@@ -141,11 +145,13 @@ Status predict_problems(const Options& options, const Model& model, int search_w
 
 // The baselines' scores on the same problems.
 struct Baselines {
-  bool ran = false;         // --no-baselines not given
+  bool ran = false;         // --no-baselines not given, and the model's figures are out-of-sample
+  std::string omitted;      // why they were not run beside the model (in-sample figures), else empty
   size_t train_count = 0;   // rows they learned from (0: none left, no scores)
   Scores frequent, nearest;
 };
-Baselines run_baselines(const Options& options, const Problems& problems, const std::set<std::string>& archs);
+Baselines run_baselines(const Options& options, const Problems& problems, const std::set<std::string>& archs,
+                        const InSample& in_sample);
 
 // The evaluated problems' archs (symbols); rows of a DB named without one give none.
 std::set<std::string> archs_of(const std::vector<PerfDbRow>& rows);

@@ -110,7 +110,8 @@ void score_results(const Options& options, const Problems& problems, const std::
   }
 }
 
-Baselines run_baselines(const Options& options, const Problems& problems, const std::set<std::string>& archs) {
+Baselines run_baselines(const Options& options, const Problems& problems, const std::set<std::string>& archs,
+                        const InSample& in_sample) {
   const Args& args = options.args;
   const std::vector<int>& ks = options.ks;
   Baselines b;
@@ -118,6 +119,19 @@ Baselines run_baselines(const Options& options, const Problems& problems, const 
   b.nearest = Scores(ks);
   b.ran = !args.has("no-baselines");
   if (!b.ran) return b;
+  if (in_sample.any()) {
+    // The baselines never see the evaluated problems; a model that learned them is not compared
+    // with them on equal terms (fit on them too, nearest neighbour would be trivially perfect).
+    b.ran = false;
+    b.omitted = in_sample.known
+                    ? std::to_string(in_sample.count) + " of the " + std::to_string(problems.evaluated.size()) +
+                          " evaluated problems are in-sample for the model, and the baselines never see them; "
+                          "evaluate held-out problems (--split test of a model fit on train or train+val, or an "
+                          "independent DB with the model's own as --train-perfdb) to compare"
+                    : "which evaluated problems the model learned is unknown";
+    std::fprintf(stderr, "eval: note: no baselines beside these figures: %s\n", b.omitted.c_str());
+    return b;
+  }
   const std::vector<PerfDbRow>& source = args.has("train-perfdb") ? problems.train_rows : problems.rows;
   std::vector<Problem> train_problems;
   std::vector<ParamVector> train_params;

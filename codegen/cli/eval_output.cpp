@@ -48,7 +48,7 @@ Status write_candidates(const Options& options, const Problems& problems,
     }
     lines += json_text(line) + "\n";
   }
-  return codegen::write_file_atomic(options.args.get("candidates"), lines);
+  return write_output(options.args.get("candidates"), lines);
 }
 
 nlohmann::json report_json(const Options& options, const Report& report) {
@@ -59,7 +59,7 @@ nlohmann::json report_json(const Options& options, const Report& report) {
   j["perfdb"] = args.get("perfdb");
   // The evaluated problems' archs: the file name's or --arch.
   j["archs"] = report.archs;
-  j["solver"] = args.get("solver");
+  j["solver"] = options.solver;
   j["precisions"] = options.precisions;
   j["split"] = options.split;
   j["search_width"] = report.search_width;
@@ -73,6 +73,11 @@ nlohmann::json report_json(const Options& options, const Report& report) {
   j["constraints_checked"] = report.has_constraints;
   j["removed_by_constraints"] = report.removed;
   j["in_sample_splits"] = report.in_sample_splits;
+  // Whether the figures are in-sample (the model learned some evaluated problems): null when the
+  // model learned from an evaluated split and which problems is unknown.
+  j["in_sample"] = report.in_sample_splits.empty() ? nlohmann::json(false)
+                   : report.in_sample.known        ? nlohmann::json(report.in_sample.count > 0)
+                                                   : nlohmann::json(nullptr);
   j["in_sample_problems"] = report.in_sample.known ? nlohmann::json(report.in_sample.count) : nlohmann::json(nullptr);
   j["in_sample_basis"] = report.in_sample_splits.empty() ? "none"  // the model's metadata claims no evaluated split
                          : !report.in_sample.known          ? "unknown"
@@ -83,6 +88,7 @@ nlohmann::json report_json(const Options& options, const Report& report) {
   j["out_of_range_problems"] = report.notes.out_of_range;
   j["out_of_range_by_field"] = report.notes.out_of_range_by_field;
   const Baselines& b = report.baselines;
+  if (!b.omitted.empty()) j["baselines_omitted"] = b.omitted;
   if (b.ran && b.train_count > 0) {
     j["baselines"] = {
         {"train_rows", b.train_count},
@@ -113,8 +119,19 @@ void print_report(const Options& options, const Report& report) {
   const Scores& model_scores = report.model;
   const std::vector<int>& ks = options.ks;
   std::printf("%s on %s: %s %s, split %s, %d problems\n", args.positional()[0].c_str(),
-              args.get("perfdb").c_str(), args.get("solver").c_str(), args.get("precision", "all").c_str(),
+              args.get("perfdb").c_str(), options.solver.c_str(), args.get("precision", "all").c_str(),
               options.split.c_str(), model_scores.n);
+  if (!report.in_sample_splits.empty() && report.in_sample.any()) {
+    if (report.in_sample.known) {
+      std::printf("IN-SAMPLE: the model learned %zu of these %d problems (its fit_on: %s): the figures measure "
+                  "recall, not accuracy on new problems\n",
+                  report.in_sample.count, model_scores.n, joined(report.in_sample_splits).c_str());
+    } else {
+      std::printf("IN-SAMPLE (maybe): the model learned from the evaluated splits (%s) and which of these problems "
+                  "it saw is unknown\n",
+                  joined(report.in_sample_splits).c_str());
+    }
+  }
   if (report.search_width > 1) {
     std::printf("search width %d%s: k candidates are the first k of a beam of max(k, %d)\n", report.search_width,
                 args.has("search-width") ? "" : " (the model's metadata search_width)", report.search_width);
@@ -138,6 +155,7 @@ void print_report(const Options& options, const Report& report) {
     std::printf("   (fewer than k candidates while the beam dropped hypotheses)\n");
   }
   const Baselines& b = report.baselines;
+  if (!b.omitted.empty()) std::printf("baselines: not shown: %s\n", b.omitted.c_str());
   if (b.ran && b.train_count > 0) {
     print_row("most frequent", b.frequent, "");
     print_row("nearest", b.nearest,

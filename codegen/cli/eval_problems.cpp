@@ -112,7 +112,7 @@ std::optional<int> read_problems(const Options& options, const Model& model, Pro
   const Args& args = options.args;
   auto read_rows = [&](const std::string& path, std::vector<PerfDbRow>* rows) -> Status {
     std::vector<PerfDbRow> all;
-    TUNECAST_RETURN_IF_ERROR(read_perf_db(path, args.get("solver"), PerfDbFilter(), &all));
+    TUNECAST_RETURN_IF_ERROR(read_perf_db(path, options.solver, PerfDbFilter(), &all));
     rows->clear();
     for (PerfDbRow& r : all) {
       if (options.dtypes.count(r.problem.get(ProblemField::kDtype))) rows->push_back(std::move(r));
@@ -163,11 +163,10 @@ std::optional<int> read_problems(const Options& options, const Model& model, Pro
                               args.get("perfdb").c_str(), args.positional()[0].c_str()));
   }
   if (evaluated.empty()) {
-    const char* model_solver = model.metadata("solver");
-    const std::string hint = model_solver ? std::string(" (the model predicts ") + model_solver + ")" : "";
-    return fail(Status::error(StatusCode::kNotFound, "no %s rows of %s in %s for those precisions%s",
-                              options.split.c_str(), args.get("solver").c_str(), args.get("perfdb").c_str(),
-                              hint.c_str()));
+    const std::string which = options.split == "all" ? "" : " in split " + options.split;
+    return fail(Status::error(StatusCode::kNotFound, "%s holds no rows of solver %s%s for precision%s %s",
+                              args.get("perfdb").c_str(), options.solver.c_str(), which.c_str(),
+                              options.precisions.size() == 1 ? "" : "s", joined(options.precisions).c_str()));
   }
   return std::nullopt;
 }

@@ -34,27 +34,34 @@ const Command kCommands[] = {
      "compare tuning strategies per benchmark budget on recorded timings"},
 };
 
-void print_help() {
-  std::printf(
+void print_help(FILE* out) {
+  std::fprintf(out,
       "tunecast: compile and run kernel tuning-parameter predictors\n\n"
       "usage: tunecast COMMAND [options]   (tunecast COMMAND --help for details; tunecast --version)\n\n"
       "commands:\n");
-  for (const Command& c : kCommands) std::printf("  %-14s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
-      std::strcmp(argv[1], "help") == 0) {
-    print_help();
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {  // a usage error: the usage on stderr
+    print_help(stderr);
+    return 2;
   }
-  if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("tunecast %s\n", TUNECAST_VERSION);
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
+    print_help(stdout);
     return 0;
   }
   const std::vector<std::string> args(argv + 2, argv + argc);
+  // --version anywhere before a --help: every command answers it.
+  for (const std::string& arg : std::vector<std::string>(argv + 1, argv + argc)) {
+    if (arg == "--help" || arg == "-h") break;
+    if (arg == "--version") {
+      std::printf("tunecast %s\n", TUNECAST_VERSION);
+      return 0;
+    }
+  }
   for (const Command& c : kCommands) {
     if (std::strcmp(argv[1], c.name) == 0) return c.run(args);
   }

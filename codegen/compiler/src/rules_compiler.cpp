@@ -624,6 +624,10 @@ class Parser {
       names.emplace_back(name.text);
       at.push_back(&name);
     } while (accept(","));
+    // "params a b c": the names need commas, said here rather than as a count mismatch later.
+    if (peek().kind == TokenKind::kIdent && peek().line == at.back()->line)
+      fail(peek(), "parameter names are separated by commas: 'params " + names.back() + ", " +
+                       std::string(peek().text) + ", ...'");
     if (!options_.params.empty()) {
       if (names.size() != options_.params.size())
         fail(keyword, "params statement lists " + std::to_string(names.size()) + " parameters but the model has " +
