@@ -102,6 +102,7 @@ TEST_CASE("search: explores the beam, then coordinate descent finds the optimum 
     Kernel kernel(problem);
     SearchOptions options;
     options.budget = 300;
+    options.beam_width = 10;  // all ten explored: no candidate left to restart from
     const Run run = run_search(f.model(), problem, options, Benchmark::from(kernel));
     REQUIRE_MESSAGE(run.status.is_ok(), run.status.message());
     CHECK(run.result.found);
@@ -349,8 +350,8 @@ TEST_CASE("search: bad arguments are refused with a readable error") {
   o.budget = 0;
   check(o, "budget 0 is outside 1..");
   o = SearchOptions();
-  o.explore = 11;
-  check(o, "explore 11 is outside 1..10");
+  o.explore = 33;
+  check(o, "explore 33 is outside 1..32");
   o = SearchOptions();
   o.beam_width = 0;
   check(o, "beam width 0 is outside 1..256");

@@ -293,8 +293,8 @@ TEST_CASE("CLI tune --replay: a timing DB and Kernel Tuner files") {
     check_error(run_cli(dir, "tune --budget 5 --bench-cmd true"), "--bench-cmd needs a MODEL");
     check_error(run_cli(dir, "tune " + model + " --problem " + problems[0] + " --budget 0 --replay " + db),
                 "search budget 0 is outside 1..");
-    check_error(run_cli(dir, "tune " + model + " --problem " + problems[0] + " --budget 5 --explore 11 --replay " + db),
-                "--explore 11 is outside 1..10");
+    check_error(run_cli(dir, "tune " + model + " --problem " + problems[0] + " --budget 5 --explore 33 --replay " + db),
+                "--explore 33 is outside 1..32");
     check_error(run_cli(dir, "tune --replay " + dir.file("absent.json") + " --budget 5"), "absent.json");
     write_text(dir.file("t.db.xz"), std::string("\xFD" "7zXZ\0", 6) + "compressed bytes");
     check_error(run_cli(dir, "tune " + model + " --problem " + kProblem + " --budget 5 --replay " + dir.file("t.db.xz")),
