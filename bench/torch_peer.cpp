@@ -247,8 +247,14 @@ bool supported(const ir::Model& model, std::string* why) {
 }  // namespace
 
 std::unique_ptr<TorchPeer> make_torch_peer(const ir::Model& model, std::string* why) {
-  at::set_num_threads(1);
-  at::set_num_interop_threads(1);
+  // Once per process: libtorch refuses a second set_num_interop_threads (--simd runs the report
+  // once per level).
+  static const bool one_thread = [] {
+    at::set_num_threads(1);
+    at::set_num_interop_threads(1);
+    return true;
+  }();
+  (void)one_thread;
   if (!supported(model, why)) return nullptr;
   return std::make_unique<Peer>(model);
 }
