@@ -438,6 +438,18 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     benchmark::DoNotOptimize(st);
   });
   row("load (verify; bytes in memory)", load, 0);
+  // The same with the weights checksum checked (LoadOptions::verify_checksum: one pass over every
+  // weight byte); a blob that records none is refused, timed all the same.
+  LoadOptions with_checksum;
+  with_checksum.verify_checksum = true;
+  const Timing checked_load = measure(o, [&] {
+    Model m;
+    Status st = Model::load(s.bytes, s.size, with_checksum, &m);
+    benchmark::DoNotOptimize(st);
+  });
+  row(model.recorded_weights_checksum() ? "load + weights checksum (FNV-1a 64)"
+                                        : "load + weights checksum (none recorded)",
+      checked_load, 0);
   if (!s.blob_path.empty()) {
     const Timing map_load = measure(o, [&] {
       codegen::MappedFile file;

@@ -12,7 +12,8 @@
 # against fp32 on the Keras test vectors or synthetic inputs). NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
 # THREAD_LOCAL_SCRATCH (EMIT cpp) adds a predict() overload over a thread_local Scratch (emit-cpp
 # --thread-local-scratch): convenient, but every thread of the process then holds kScratchBytes.
-# TARGET gets the generated folder on its include path (#include "name.h") and links tunecast::runtime.
+# TARGET gets the generated folder on its include path (#include "name.h") and links tunecast::runtime
+# (PUBLIC), whichever form of target_link_libraries (plain or keyword) TARGET uses.
 # Works in tunecast's own build (add_subdirectory) and against an installed package.
 
 function(tunecast_add_predictor TARGET MODEL)
@@ -107,5 +108,13 @@ function(tunecast_add_predictor TARGET MODEL)
     VERBATIM)
   target_sources(${TARGET} PRIVATE ${outputs})
   target_include_directories(${TARGET} PUBLIC "$<BUILD_INTERFACE:${dir}>")
-  target_link_libraries(${TARGET} PUBLIC tunecast::runtime)
+  # Linked through the target's properties, not target_link_libraries(): CMake refuses to mix that
+  # command's plain signature (no PUBLIC/PRIVATE/INTERFACE) with its keyword one on a target, and
+  # the caller may have used either. Appending to LINK_LIBRARIES and INTERFACE_LINK_LIBRARIES is
+  # what target_link_libraries(TARGET PUBLIC tunecast::runtime) does, and works after both forms.
+  get_target_property(type ${TARGET} TYPE)
+  if(NOT type STREQUAL "INTERFACE_LIBRARY")
+    set_property(TARGET ${TARGET} APPEND PROPERTY LINK_LIBRARIES tunecast::runtime)
+  endif()
+  set_property(TARGET ${TARGET} APPEND PROPERTY INTERFACE_LINK_LIBRARIES tunecast::runtime)
 endfunction()

@@ -316,6 +316,10 @@ def main():
     print(text, flush=True)
 
     command = "/usr/bin/python3 tools/train.py " + shlex.join(sys.argv[1:])
+    # The shipped metadata names no build path (the compiler would strip them anyway): --out's last
+    # component, no interpreter path.
+    shipped_command = "python3 tools/train.py " + shlex.join(
+        os.path.basename(a.rstrip("/")) if os.path.isabs(a) else a for a in sys.argv[1:])
     key = lambda g: f"{g[0]}/{g[1]}"  # noqa: E731
     result = {"name": name, "solver": args.solver, "model": args.model, "args": vars(args), "command": command,
               "parameters": nparams, "rows": {"train": len(train), "val": len(val), "test": len(test)},
@@ -325,7 +329,7 @@ def main():
     metadata = {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
                 "training_precisions": ",".join(train_prec), "fit_on": args.fit_on, "model": args.model, "split_seed": str(args.split_seed),
                 "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
-                "seed": str(args.seed), "training_command": command, "source": "MIOpen perf DBs (commit 2d1fd997)",
+                "seed": str(args.seed), "training_command": shipped_command, "source": "MIOpen perf DBs (commit 2d1fd997)",
                 "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}
     os.makedirs(args.out, exist_ok=True)
     model.cpu()

@@ -40,6 +40,27 @@ std::vector<std::string> split(const char* text) {
   return parts;
 }
 
+std::string checksum_text(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// "ok", "mismatch" or "absent" (a blob compiled before the checksum field).
+const char* checksum_state(const Model& model) {
+  if (model.recorded_weights_checksum() == 0) return "absent";
+  return model.recorded_weights_checksum() == model.compute_weights_checksum() ? "ok" : "mismatch";
+}
+
+std::vector<std::string> covered_arch_names(const Model& model) {
+  std::vector<std::string> names;
+  for (int i = 0; i < model.arch_count(); ++i) {
+    char name[kMaxArchNameLength + 1];
+    if (format_arch(model.arch(i), name, sizeof name)) names.push_back(name);
+  }
+  return names;
+}
+
 }  // namespace
 
 int cmd_inspect(const std::vector<std::string>& argv) {
@@ -54,7 +75,11 @@ int cmd_inspect(const std::vector<std::string>& argv) {
         "needs. --json prints one object: archs, solver, precisions, directions (from the\n"
         "metadata or the encoding's ranges), parameters, decode_order (the positions in the order\n"
         "the decoder emits them), applies, metadata, bytes, weights,\n"
-        "scratch_bytes, greedy_multiply_adds, ...\n");
+        "scratch_bytes, greedy_multiply_adds, weights_checksum {recorded, computed, state}, ...\n\n"
+        "The weights checksum (FNV-1a 64 over every weight byte, recorded by the compiler) is\n"
+        "checked: 'ok', 'mismatch' (a weight changed after compilation: exit status 1) or\n"
+        "'absent' (compiled before tunecast recorded one). archs are the architectures the\n"
+        "model covers; predict flags others.\n");
     return 0;
   }
   if (!status) return usage_error("inspect", status.message());
@@ -84,7 +109,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       }
     }
     j["metadata"] = meta;
-    j["archs"] = split(model.metadata("arch"));
+    j["archs"] = model.arch_count() ? covered_arch_names(model) : split(model.metadata("arch"));
     j["solver"] = model.metadata("solver") ? model.metadata("solver") : "";
     j["precisions"] = split(model.metadata("precisions"));
     j["directions"] = split(model.metadata("directions"));
@@ -119,8 +144,12 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     j["scratch_bytes"] = {{"1", model.scratch_bytes(1)}, {"10", model.scratch_bytes(10)},
                           {"100", model.scratch_bytes(100)}};
     j["greedy_multiply_adds"] = model.greedy_multiply_adds();
+    const char* state = checksum_state(model);
+    j["weights_checksum"] = {{"recorded", model.recorded_weights_checksum() ? checksum_text(model.recorded_weights_checksum()) : ""},
+                             {"computed", checksum_text(model.compute_weights_checksum())},
+                             {"state", state}};
     std::printf("%s\n", json_text(j, 2).c_str());
-    return 0;
+    return std::string(state) == "mismatch" ? 1 : 0;
   }
 
   std::printf("model %s (format %u, %zu bytes)\n", root->name() ? root->name()->c_str() : "",
@@ -152,6 +181,21 @@ int cmd_inspect(const std::vector<std::string>& argv) {
     std::printf("\n");
   }
   std::printf("\nweights: %zu floats (%.1f KiB)\n", total_weights, total_weights * 4 / 1024.0);
+  const char* state = checksum_state(model);
+  if (std::string(state) == "absent") {
+    std::printf("weights checksum: absent (compiled before tunecast recorded one), computed %s\n",
+                checksum_text(model.compute_weights_checksum()).c_str());
+  } else {
+    std::printf("weights checksum: %s %s%s\n", checksum_text(model.recorded_weights_checksum()).c_str(), state,
+                std::string(state) == "ok" ? ""
+                                           : (" (the weights hash to " + checksum_text(model.compute_weights_checksum()) +
+                                              ": a weight changed after compilation)").c_str());
+  }
+  if (model.arch_count() > 0) {
+    std::printf("covers architectures:");
+    for (const std::string& name : covered_arch_names(model)) std::printf(" %s", name.c_str());
+    std::printf("\n");
+  }
   if (model.is_seq2seq()) {
     std::printf("vocabulary: %d tokens, end tokens:", model.token_count());
     for (int t = 0; t < model.token_count(); ++t) {
@@ -198,6 +242,10 @@ int cmd_inspect(const std::vector<std::string>& argv) {
               model.scratch_bytes(10), model.scratch_bytes(100));
   std::printf("multiply-adds per greedy prediction: %llu\n",
               static_cast<unsigned long long>(model.greedy_multiply_adds()));
+  if (std::string(state) == "mismatch") {
+    std::fprintf(stderr, "tunecast inspect: weights checksum mismatch: a weight changed after compilation\n");
+    return 1;
+  }
   return 0;
 }
 

@@ -47,7 +47,7 @@
 
 #include "tunecast/problem.h"
 #include "tunecast/status.h"
-#include "tunecast_model_generated.h"
+#include "tunecast/tunecast_model_generated.h"
 
 namespace tunecast::vm {
 

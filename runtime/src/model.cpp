@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
 #include "constraint_vm.h"
 #include "tunecast/kernel_types.h"
@@ -472,6 +473,18 @@ size_t GraphInfo::temp_floats(int batch) const {
          temp_floats_per_step_row * std::min(rows, layers::kLstmStepRows);
 }
 
+Status Model::load(const void* data, size_t size, const LoadOptions& options, Model* out) {
+  TUNECAST_RETURN_IF_ERROR(load(data, size, out));
+  if (options.verify_checksum) {
+    const Status status = out->verify_checksum();
+    if (!status) {
+      *out = Model();
+      return status;
+    }
+  }
+  return Status::ok();
+}
+
 Status Model::load(const void* data, size_t size, Model* out) {
   *out = Model();
   if (data == nullptr || size < 8) {
@@ -711,7 +724,96 @@ Status Model::load(const void* data, size_t size, Model* out) {
       }
     }
   }
+  // The architectures it covers: the schema's names, or an older blob's metadata "arch" (free
+  // text there: what is no architecture name is left out).
+  if (root->archs() != nullptr && root->archs()->size() > 0) {
+    if (root->archs()->size() > static_cast<uint32_t>(kMaxArchs)) {
+      return Status::error(StatusCode::kCorruptModel, "model lists %u architectures (at most %d)",
+                           root->archs()->size(), kMaxArchs);
+    }
+    for (const flatbuffers::String* name : *root->archs()) {
+      int64_t code = 0;
+      if (name == nullptr || !arch_code(name->string_view(), &code)) {
+        return Status::error(StatusCode::kCorruptModel,
+                             "model lists architecture '%.40s', which is not an architecture name",
+                             name ? name->c_str() : "");
+      }
+      model.arch_codes_[model.arch_count_++] = code;
+    }
+  } else if (const char* listed = model.metadata("arch")) {
+    std::string_view rest(listed);
+    while (!rest.empty() && model.arch_count_ < kMaxArchs) {
+      const size_t comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+      int64_t code = 0;
+      if (arch_code(item, &code)) model.arch_codes_[model.arch_count_++] = code;
+    }
+  }
   *out = model;
+  return Status::ok();
+}
+
+uint64_t fnv1a64(const void* data, size_t size, uint64_t hash) {
+  const unsigned char* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+namespace {
+
+template <typename T>
+uint64_t hash_vector(const flatbuffers::Vector<T>* v, uint64_t hash) {
+  // FlatBuffers stores scalars little-endian: the bytes as they lie are the format's bytes.
+  return v ? fnv1a64(v->Data(), v->size() * sizeof(T), hash) : hash;
+}
+
+uint64_t hash_matrix(const schema::Matrix* m, uint64_t hash) {
+  if (m == nullptr) return hash;
+  return hash_vector(m->half_data(), hash_vector(m->data(), hash));
+}
+
+}  // namespace
+
+uint64_t weights_checksum(const schema::Model* model) {
+  uint64_t hash = kFnv1a64Offset;
+  if (model == nullptr || model->graphs() == nullptr) return hash;
+  for (const schema::Graph* graph : *model->graphs()) {
+    if (graph == nullptr || graph->layers() == nullptr) continue;
+    for (const schema::Layer* layer : *graph->layers()) {
+      if (layer == nullptr) continue;
+      hash = hash_matrix(layer->kernel(), hash);
+      hash = hash_matrix(layer->recurrent(), hash);
+      hash = hash_vector(layer->bias(), hash);
+    }
+  }
+  return hash;
+}
+
+uint64_t Model::recorded_weights_checksum() const { return root_ ? root_->weights_fnv1a64() : 0; }
+
+uint64_t Model::compute_weights_checksum() const { return weights_checksum(root_); }
+
+Status Model::verify_checksum() const {
+  if (root_ == nullptr) return Status::error(StatusCode::kInvalidArgument, "no model loaded");
+  const uint64_t recorded = recorded_weights_checksum();
+  if (recorded == 0) {
+    return Status::error(StatusCode::kNotFound,
+                         "the model records no weights checksum (compiled before tunecast wrote "
+                         "one; compile it again)");
+  }
+  const uint64_t computed = compute_weights_checksum();
+  if (computed != recorded) {
+    return Status::error(StatusCode::kCorruptModel,
+                         "weights checksum mismatch: the model records fnv1a64:%016llx, its weights "
+                         "hash to fnv1a64:%016llx (a weight changed after compilation)",
+                         static_cast<unsigned long long>(recorded),
+                         static_cast<unsigned long long>(computed));
+  }
   return Status::ok();
 }
 

@@ -260,6 +260,8 @@ Status predict(const Model& model, const Problem& problem, const PredictOptions&
   const Status status = beam_search(model, layout.features, feature_count, &problem, options, layout,
                                     out, capacity, info);
   check_applicability(model, problem, &info->not_applicable);
+  info->arch_not_covered =
+      problem.has(ProblemField::kArch) && !model.covers_arch(problem.get(ProblemField::kArch));
   return status;
 }
 

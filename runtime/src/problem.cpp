@@ -52,11 +52,35 @@ constexpr Symbol kSymbols[] = {
     {ProblemField::kDtype, "FP16", kFp16},       {ProblemField::kDtype, "BF16", kBf16},
     {ProblemField::kDtype, "INT8", kInt8},       {ProblemField::kLayout, "NCHW", kNchw},
     {ProblemField::kLayout, "NHWC", kNhwc},      {ProblemField::kLayout, "NCDHW", kNcdhw},
-    {ProblemField::kLayout, "NDHWC", kNdhwc},    {ProblemField::kArch, "gfx900", kGfx900},
-    {ProblemField::kArch, "gfx906", kGfx906},    {ProblemField::kArch, "gfx908", kGfx908},
-    {ProblemField::kArch, "gfx90a", kGfx90a},    {ProblemField::kArch, "gfx942", kGfx942},
-    {ProblemField::kArch, "gfx1030", kGfx1030},
+    {ProblemField::kLayout, "NDHWC", kNdhwc},
 };
+
+// The architectures of format versions 1 and 2, with their fixed codes.
+constexpr const char* kFixedArchs[] = {"gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030"};
+constexpr int kFixedArchCount = sizeof kFixedArchs / sizeof kFixedArchs[0];
+
+// Every other name: kArchNameCodeBase + flags * 38^11 + its (at most 11) remaining characters as
+// base-38 digits, most significant first, padded with 0 (0-9 -> 1..10, a-z -> 11..36, '-' -> 37).
+// flags bit 0: a leading "gfx" was dropped; bit 1: a trailing "-generic" was dropped.
+constexpr int kArchPackedChars = 11;
+constexpr int64_t kArchRadix = 38;
+constexpr int64_t arch_radix_power(int n) { return n == 0 ? 1 : kArchRadix * arch_radix_power(n - 1); }
+constexpr int64_t kArchPackedSpan = arch_radix_power(kArchPackedChars);
+constexpr char kGfxPrefix[] = "gfx";
+constexpr char kGenericSuffix[] = "-generic";
+
+int arch_digit(char c) {
+  if (c >= '0' && c <= '9') return 1 + (c - '0');
+  if (c >= 'a' && c <= 'z') return 11 + (c - 'a');
+  if (c == '-') return 37;
+  return -1;
+}
+
+char arch_char(int digit) {
+  if (digit >= 1 && digit <= 10) return static_cast<char>('0' + digit - 1);
+  if (digit >= 11 && digit <= 36) return static_cast<char>('a' + digit - 11);
+  return '-';
+}
 
 bool is_symbolic(ProblemField field) {
   return field == ProblemField::kDir || field == ProblemField::kDtype ||
@@ -92,7 +116,83 @@ bool find_problem_field(std::string_view name, ProblemField* field) {
   return false;
 }
 
+bool arch_code(std::string_view name, int64_t* code) {
+  name = name.substr(0, name.find(':'));  // target features: gfx90a:sramecc+:xnack-
+  while (!name.empty() && is_space(name.back())) name.remove_suffix(1);
+  char lower[kMaxArchNameLength + 1];
+  if (name.empty() || name.size() > kMaxArchNameLength) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  std::string_view rest(lower, name.size());
+  for (int i = 0; i < kFixedArchCount; ++i) {
+    if (equals(rest, kFixedArchs[i])) {
+      *code = i;
+      return true;
+    }
+  }
+  int64_t flags = 0;
+  const size_t prefix = sizeof kGfxPrefix - 1, suffix = sizeof kGenericSuffix - 1;
+  if (rest.size() > prefix && rest.substr(0, prefix) == kGfxPrefix) {
+    flags |= 1;
+    rest.remove_prefix(prefix);
+  }
+  if (rest.size() > suffix && rest.substr(rest.size() - suffix) == kGenericSuffix) {
+    flags |= 2;
+    rest.remove_suffix(suffix);
+  }
+  if (rest.size() > static_cast<size_t>(kArchPackedChars)) return false;
+  int64_t packed = 0;
+  for (int i = 0; i < kArchPackedChars; ++i) {
+    int digit = 0;
+    if (static_cast<size_t>(i) < rest.size()) {
+      digit = arch_digit(rest[i]);
+      if (digit < 0) return false;
+    }
+    packed = packed * kArchRadix + digit;
+  }
+  *code = kArchNameCodeBase + flags * kArchPackedSpan + packed;
+  return true;
+}
+
+bool format_arch(int64_t code, char* buffer, size_t size) {
+  if (size > 0) buffer[0] = '\0';
+  char name[kMaxArchNameLength + 1];
+  size_t length = 0;
+  if (code >= 0 && code < kFixedArchCount) {
+    length = std::strlen(kFixedArchs[code]);
+    std::memcpy(name, kFixedArchs[code], length);
+  } else {
+    if (code < kArchNameCodeBase || code - kArchNameCodeBase >= 4 * kArchPackedSpan) return false;
+    const int64_t flags = (code - kArchNameCodeBase) / kArchPackedSpan;
+    int64_t packed = (code - kArchNameCodeBase) % kArchPackedSpan;
+    int digits[kArchPackedChars];
+    for (int i = kArchPackedChars - 1; i >= 0; --i) {
+      digits[i] = static_cast<int>(packed % kArchRadix);
+      packed /= kArchRadix;
+    }
+    if (flags & 1) {
+      std::memcpy(name, kGfxPrefix, sizeof kGfxPrefix - 1);
+      length = sizeof kGfxPrefix - 1;
+    }
+    for (int i = 0; i < kArchPackedChars && digits[i] != 0; ++i) name[length++] = arch_char(digits[i]);
+    if (flags & 2) {
+      std::memcpy(name + length, kGenericSuffix, sizeof kGenericSuffix - 1);
+      length += sizeof kGenericSuffix - 1;
+    }
+    // Only a name's own code decodes (no digits after the padding, no fixed name in packed form).
+    int64_t again = -1;
+    if (!arch_code(std::string_view(name, length), &again) || again != code) return false;
+  }
+  if (length + 1 > size) return false;
+  std::memcpy(buffer, name, length);
+  buffer[length] = '\0';
+  return true;
+}
+
 bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* value) {
+  if (field == ProblemField::kArch) return arch_code(symbol, value);
   for (const Symbol& s : kSymbols) {
     if (s.field == field && equals(symbol, s.name)) {
       *value = s.value;
@@ -103,6 +203,13 @@ bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* v
 }
 
 const char* problem_symbol_name(ProblemField field, int64_t value) {
+  if (field == ProblemField::kArch) {
+    if (value >= 0 && value < kFixedArchCount) return kFixedArchs[value];
+    thread_local char ring[4][kMaxArchNameLength + 1];
+    thread_local unsigned next = 0;
+    char* buffer = ring[next++ % 4];
+    return format_arch(value, buffer, sizeof ring[0]) ? buffer : nullptr;
+  }
   for (const Symbol& s : kSymbols) {
     if (s.field == field && s.value == value) return s.name;
   }
@@ -161,7 +268,14 @@ Status parse_problem(std::string_view text, Problem* problem) {
                            problem_field_name(field));
     }
     int64_t value = 0;
-    if (is_symbolic(field)) {
+    if (field == ProblemField::kArch) {
+      if (!arch_code(value_text, &value)) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "problem field 'arch' takes an architecture name (letters, digits and "
+                             "'-', such as gfx90a, gfx1100 or gfx90a:sramecc+:xnack-), got '%.*s'",
+                             static_cast<int>(value_text.size()), value_text.data());
+      }
+    } else if (is_symbolic(field)) {
       if (!find_problem_symbol(field, value_text, &value)) {
         char accepted[96] = "";  // the field's values, "F B W"
         size_t used = 0;
@@ -231,7 +345,10 @@ int format_problem(const Problem& problem, char* buffer, size_t size) {
   for (int i = 0; i < kProblemFieldCount; ++i) {
     const ProblemField field = static_cast<ProblemField>(i);
     if (!problem.has(field)) continue;
-    const char* symbol = problem_symbol_name(field, problem.get(field));
+    char arch[kMaxArchNameLength + 1];
+    const char* symbol = field == ProblemField::kArch
+                             ? (format_arch(problem.get(field), arch, sizeof arch) ? arch : nullptr)
+                             : problem_symbol_name(field, problem.get(field));
     const size_t room = static_cast<size_t>(written) < size ? size - written : 0;
     int n;
     if (is_symbolic(field) && symbol) {

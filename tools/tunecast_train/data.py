@@ -24,6 +24,30 @@ DIRECTIONS = {"F": 0, "B": 1, "W": 2}
 DTYPES = {"FP32": 0, "FP16": 1, "BF16": 2, "INT8": 3}
 LAYOUTS = {"NCHW": 0, "NHWC": 1, "NCDHW": 2, "NDHWC": 3}
 ARCHS = {"gfx900": 0, "gfx906": 1, "gfx908": 2, "gfx90a": 3, "gfx942": 4, "gfx1030": 5}
+
+
+def arch_code(name):
+    """problem.h arch_code: the integer of any architecture name (the six of ARCHS keep theirs;
+    ":feature" suffixes dropped). None for what is no architecture name."""
+    name = name.split(":", 1)[0].strip().lower()
+    if not name or len(name) > 24:
+        return None
+    if name in ARCHS:
+        return ARCHS[name]
+    flags = 0
+    if len(name) > 3 and name.startswith("gfx"):
+        flags, name = flags | 1, name[3:]
+    if len(name) > 8 and name.endswith("-generic"):
+        flags, name = flags | 2, name[:-8]
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz-"
+    if len(name) > 11 or any(c not in digits for c in name):
+        return None
+    packed = 0
+    for i in range(11):
+        packed = packed * 38 + (digits.index(name[i]) + 1 if i < len(name) else 0)
+    return 64 + flags * 38 ** 11 + packed
+
+
 SYMBOLS = {**DIRECTIONS, **DTYPES, **LAYOUTS, **ARCHS}
 # GPUs of the timing DBs that tools/gpu_timing records (timings/, decompressed as <gpu>_<SMs>.db):
 # not MIOpen archs, so their rows leave the problem's arch field unset (0) and a model trained on

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from .data import FIELDS, SYMBOLS
+from .data import FIELDS, SYMBOLS, arch_code
 
 # ---------------------------------------------------------------------------------------------
 # Integer expressions: C operators and precedence, ?:, problem fields and symbols (F, FP16, gfx906).
@@ -106,6 +106,9 @@ class Expr:
             return lambda env: env[t]
         if t in SYMBOLS:
             v = np.int64(SYMBOLS[t])
+            return lambda env: v
+        if t.startswith("gfx") and arch_code(t) is not None:  # any architecture, as problem.h codes it
+            v = np.int64(arch_code(t))
             return lambda env: v
         raise ValueError(f"unknown symbol {t!r} in {self.text!r}")
 

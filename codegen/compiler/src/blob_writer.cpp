@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "tunecast/kernel_types.h"
@@ -170,8 +172,59 @@ uint16_t float_to_half(float value) {
   return sign | static_cast<uint16_t>(half);
 }
 
-void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob,
-                               const BlobOptions& options) {
+std::string strip_absolute_paths(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  auto ends_path = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == ',' || c == ';' || c == '"' || c == '\'' ||
+           c == ')' || c == ']';
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    const bool token_start = i == 0 || ends_path(text[i - 1]) || text[i - 1] == '=' ||
+                             text[i - 1] == '(' || text[i - 1] == '[' || text[i - 1] == ':';
+    const bool absolute = text[i] == '/' || (text[i] == '~' && i + 1 < text.size() && text[i + 1] == '/');
+    if (!token_start || !absolute) {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && !ends_path(text[end])) ++end;
+    std::string path = text.substr(i, end - i);
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    const size_t slash = path.rfind('/');
+    out += slash == std::string::npos ? path : path.substr(slash + 1);
+    i = end;
+  }
+  return out;
+}
+
+std::vector<std::string> covered_archs(const ir::Model& model) {
+  std::vector<std::string> archs;
+  const auto it = model.metadata.find("arch");
+  if (it == model.metadata.end()) return archs;
+  size_t pos = 0;
+  const std::string& list = it->second;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    int64_t code = 0;
+    char name[kMaxArchNameLength + 1];
+    std::string item = list.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    if (arch_code(item, &code) && format_arch(code, name, sizeof name) &&
+        std::find(archs.begin(), archs.end(), name) == archs.end()) {
+      archs.push_back(name);
+    }
+    pos = comma + 1;
+  }
+  return archs;
+}
+
+namespace {
+
+void serialize(const ir::Model& model, std::vector<uint8_t>* blob, const BlobOptions& options,
+               uint64_t checksum) {
   FlatBufferBuilder b(1 << 20);
   std::vector<Offset<fb::Graph>> graphs;
   for (const ir::Graph& g : model.graphs) graphs.push_back(write_graph(b, g, options));
@@ -224,10 +277,16 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
 
   std::vector<Offset<fb::MetadataEntry>> metadata;
   for (const auto& [key, value] : model.metadata) {  // std::map: already sorted by key
-    metadata.push_back(fb::CreateMetadataEntry(b, b.CreateString(key), b.CreateString(value)));
+    // No build paths in a shipped model: "/root/out/s/asm_m80" is written "asm_m80".
+    metadata.push_back(fb::CreateMetadataEntry(b, b.CreateString(key),
+                                               b.CreateString(strip_absolute_paths(value))));
   }
   const auto metadata_vec = b.CreateVector(metadata);
   const auto name = b.CreateString(model.name);
+  std::vector<Offset<flatbuffers::String>> arch_names;
+  for (const std::string& arch : covered_archs(model)) arch_names.push_back(b.CreateString(arch));
+  const auto archs_vec =
+      arch_names.empty() ? Offset<flatbuffers::Vector<Offset<flatbuffers::String>>>() : b.CreateVector(arch_names);
 
   fb::ModelBuilder mb(b);
   // Version 2 only where it matters: a version-1 runtime reads every other blob correctly.
@@ -240,8 +299,21 @@ void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blo
   if (!encoding.IsNull()) mb.add_encoding(encoding);
   mb.add_metadata(metadata_vec);
   if (!applicability_vec.IsNull()) mb.add_applicability(applicability_vec);
+  if (!archs_vec.IsNull()) mb.add_archs(archs_vec);
+  mb.add_weights_fnv1a64(checksum);
   fb::FinishModelBuffer(b, mb.Finish());
   blob->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+}  // namespace
+
+void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob,
+                               const BlobOptions& options) {
+  // Twice: the checksum covers the weight bytes as stored (packed, fp16 or not), and the builder
+  // writes the same bytes again with it.
+  serialize(model, blob, options, 0);
+  const uint64_t checksum = weights_checksum(fb::GetModel(blob->data()));
+  serialize(model, blob, options, checksum);
 }
 
 Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob, const BlobOptions& options) {

@@ -1028,6 +1028,24 @@ class Emitter {
     }
     w->line("  return -1;");
     w->line("}");
+    w->blank();
+    w->line("// Whether the model covers the problem's architecture (Model::covers_arch).");
+    w->line("bool covers_arch(const tunecast::Problem& problem) {");
+    w->line("  if (!problem.has(tunecast::ProblemField::kArch)) return true;");
+    if (model_.arch_count() == 0) {
+      w->line("  return true;  // the model lists no architectures");
+    } else {
+      w->line("  const int64_t arch = problem.get(tunecast::ProblemField::kArch);");
+      std::string codes;
+      for (int i = 0; i < model_.arch_count(); ++i) {
+        codes += (i ? ", " : "") + std::to_string(model_.arch(i)) + "ll";
+      }
+      w->line("  for (const int64_t covered : {%s}) {", codes.c_str());
+      w->line("    if (arch == covered) return true;");
+      w->line("  }");
+      w->line("  return false;");
+    }
+    w->line("}");
   }
 
   void write_encoding(Writer* w) {
@@ -1331,6 +1349,7 @@ class Emitter {
     w.line("  const tunecast::Status status = search(scratch->features, &problem, options, *scratch, out, capacity, info);");
     w.line("  info->out_of_range_fields = out_of_range;");
     w.line("  info->not_applicable = first_inapplicable(problem);");
+    w.line("  info->arch_not_covered = !covers_arch(problem);");
     w.line("  return status;");
     w.line("}");
     w.blank();

@@ -1193,6 +1193,9 @@ class Parser {
     }
     for (int f = 0; f < kProblemFieldCount; ++f) {  // symbolic values: F, FP16, NCHW, gfx906...
       int64_t value = 0;
+      // Any architecture name has a code, so in rules only gfx names read as one (gfx1100, gfx90a);
+      // other words stay names (a misspelt parameter is an error, not an architecture).
+      if (static_cast<ProblemField>(f) == ProblemField::kArch && id.rfind("gfx", 0) != 0) continue;
       if (find_problem_symbol(static_cast<ProblemField>(f), id, &value)) {
         Node node = at(token);
         node.value = value;

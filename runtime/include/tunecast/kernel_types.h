@@ -3,6 +3,10 @@
 // in the runtime library (layers.h), compiled once per SIMD level (simd.h).
 #pragma once
 
+#if !defined(_MSC_VER) && __cplusplus < 201703L
+#error "tunecast needs C++17 or newer: compile with -std=c++17 (linking tunecast::runtime in CMake requires cxx_std_17)"
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -14,7 +14,7 @@
 
 #include "tunecast/problem.h"
 #include "tunecast/status.h"
-#include "tunecast_model_generated.h"
+#include "tunecast/tunecast_model_generated.h"
 
 namespace tunecast {
 
@@ -32,6 +32,15 @@ constexpr int kMaxParameters = 16;   // tuning parameters per prediction
 constexpr int kMaxTokens = 4096;     // vocabulary size
 constexpr int kMaxConstraints = 512;
 constexpr int kMaxBeamWidth = 256;
+constexpr int kMaxArchs = 64;        // architectures a model lists as covered
+
+// Model::load's options. The default load reads no weight (it maps them); checking the weights'
+// checksum reads every weight byte once (docs/benchmarks.md has its cost).
+struct LoadOptions {
+  // Refuse a blob whose weights do not hash to the checksum it records (kCorruptModel), or that
+  // records none (kNotFound).
+  bool verify_checksum = false;
+};
 
 // Value of a symbolic vocabulary token t (one whose label is not a number): kSymbolicTokenBase - t.
 constexpr int64_t kSymbolicTokenBase = -1000;
@@ -60,6 +69,26 @@ class Model {
   // Verifies `data` (FlatBuffers verifier, then shapes, indices, vocabulary and constraint code)
   // and fills `out`. On error `out` is left empty.
   static Status load(const void* data, size_t size, Model* out);
+  static Status load(const void* data, size_t size, const LoadOptions& options, Model* out);
+
+  // The FNV-1a 64 checksum of the weights the blob records (schema: weights_fnv1a64), 0 if none.
+  uint64_t recorded_weights_checksum() const;
+  // Hashes the weights now (every weight byte: a pass over the blob's weights).
+  uint64_t compute_weights_checksum() const;
+  // ok when the two agree; kCorruptModel when they differ (a changed weight); kNotFound when the
+  // blob records no checksum (written before the field).
+  Status verify_checksum() const;
+
+  // Architectures the model covers (schema: archs, or for older blobs the metadata "arch"), as
+  // arch_code values; none listed (arch_count() 0): every arch counts as covered.
+  int arch_count() const { return arch_count_; }
+  int64_t arch(int index) const { return arch_codes_[index]; }
+  bool covers_arch(int64_t code) const {
+    for (int i = 0; i < arch_count_; ++i) {
+      if (arch_codes_[i] == code) return true;
+    }
+    return arch_count_ == 0;
+  }
 
   bool loaded() const { return root_ != nullptr; }
   const schema::Model* root() const { return root_; }
@@ -128,6 +157,15 @@ class Model {
   uint32_t ranged_fields_ = 0;
   int64_t range_min_[kProblemFieldCount] = {};
   int64_t range_max_[kProblemFieldCount] = {};
+  int arch_count_ = 0;
+  int64_t arch_codes_[kMaxArchs] = {};
 };
+
+// FNV-1a 64 of `size` bytes continuing from `hash` (start with kFnv1a64Offset).
+constexpr uint64_t kFnv1a64Offset = 0xcbf29ce484222325ull;
+uint64_t fnv1a64(const void* data, size_t size, uint64_t hash);
+
+// The weights checksum of a (verified) model table: what the compiler records in weights_fnv1a64.
+uint64_t weights_checksum(const schema::Model* model);
 
 }  // namespace tunecast

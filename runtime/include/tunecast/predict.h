@@ -68,6 +68,11 @@ struct PredictInfo {
   // MIOpen would not run the kernel); the fields they read must be given, like the encoding's.
   // Set by predict() from a problem, not by predict_from_features (check_applicability does it).
   int not_applicable = -1;
+  // The problem names an architecture the model does not list as covered (Model::covers_arch):
+  // the candidates come from a model trained for other GPUs. Reported, not enforced, like the
+  // training ranges (an encoding's range of arch flags the arch field in out_of_range_fields too).
+  // Set by predict() from a problem whose arch is given.
+  bool arch_not_covered = false;
 };
 
 // Beam search from a problem: the artifact's encoding turns the problem into the encoder input.

@@ -35,7 +35,7 @@ enum class ProblemField : int {
   kG,           // group count
   kBias,
   kSpatialDim,
-  kArch,        // gfx900, gfx906, gfx908, gfx90a, gfx942, gfx1030: lets one model serve several GPUs
+  kArch,        // the GPU architecture (arch_code below): lets one model serve several GPUs
   kCount,
 };
 
@@ -45,7 +45,17 @@ constexpr int kProblemFieldCount = static_cast<int>(ProblemField::kCount);
 enum Direction : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2 };
 enum DataType : int64_t { kFp32 = 0, kFp16 = 1, kBf16 = 2, kInt8 = 3 };
 enum Layout : int64_t { kNchw = 0, kNhwc = 1, kNcdhw = 2, kNdhwc = 3 };
+// Architectures: any name (ROCm's gfx1100, gfx90a, gfx10-3-generic, or another GPU's such as
+// h100) has an integer code, a function of the name alone, so encodings and rules compare
+// `arch == gfx1100` as integers and a model needs no table of them. The six names MIOpen's perf
+// DBs of format versions 1 and 2 know keep their codes 0..5 (below); every other name's code is
+// kArchNameCodeBase + a packing of its letters (arch_code), so it can be printed back. Which
+// architectures a model covers is in the model (Model::covers_arch).
 enum Arch : int64_t { kGfx900 = 0, kGfx906 = 1, kGfx908 = 2, kGfx90a = 3, kGfx942 = 4, kGfx1030 = 5 };
+constexpr int64_t kArchNameCodeBase = 64;
+// The longest name arch_code packs: at most 11 characters besides a leading "gfx" and a trailing
+// "-generic" (gfx10-3-generic, gfx1201, mi300x-oam...).
+constexpr int kMaxArchNameLength = 24;
 
 struct Problem {
   int64_t values[kProblemFieldCount] = {};
@@ -68,10 +78,23 @@ const char* problem_field_name(ProblemField field);
 bool find_problem_field(std::string_view name, ProblemField* field);
 
 // Looks up a symbolic value ("F", "FP16", "NCHW", "gfx906") of an enumerated field. Returns false if unknown.
+// For kArch every architecture name arch_code accepts is known.
 bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* value);
 
-// Name of a symbolic value for printing, or nullptr when the field is numeric.
+// Name of a symbolic value for printing, or nullptr when the field is numeric (or the value names
+// nothing). An architecture outside the six fixed names is decoded into a small per-thread ring of
+// buffers: the pointer stays valid for the next 3 calls on the thread (format_arch has no limit).
 const char* problem_symbol_name(ProblemField field, int64_t value);
+
+// The code of an architecture name: ":feature" suffixes are dropped ("gfx90a:sramecc+:xnack-" is
+// gfx90a), letters are lower-cased; the name must be letters, digits and '-', at most 11 of them
+// besides a leading "gfx" and a trailing "-generic". Returns false for anything else (an empty
+// name included). Every such name has a code: whether a model covers it is the model's business.
+bool arch_code(std::string_view name, int64_t* code);
+
+// Writes the name of an architecture code (at most kMaxArchNameLength characters and a NUL) into
+// `buffer`; returns false, writing "", when `code` names no architecture.
+bool format_arch(int64_t code, char* buffer, size_t size);
 
 // Fills the conventional defaults of fields not set yet: spatial_dim 2, layout NCHW, depth 1, pads
 // 0, strides 1, dilations 1, group 1, bias 0; the depth stride and dilation are 1 in 3-D and 0 in

@@ -2,6 +2,10 @@
 // prediction path and from static initializers alike.
 #pragma once
 
+#if !defined(_MSC_VER) && __cplusplus < 201703L
+#error "tunecast needs C++17 or newer: compile with -std=c++17 (linking tunecast::runtime in CMake requires cxx_std_17)"
+#endif
+
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>

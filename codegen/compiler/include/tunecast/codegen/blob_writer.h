@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tunecast/codegen/model_ir.h"
@@ -28,6 +29,14 @@ Status write_blob(const ir::Model& model, std::vector<uint8_t>* blob,
 // blobs the runtime must refuse (bad shapes, bad bytecode). Never for shipping models.
 void serialize_blob_unverified(const ir::Model& model, std::vector<uint8_t>* blob,
                                const BlobOptions& options = {});
+
+// Metadata text with every absolute path ("/root/out/s/asm_m80", "~/x") replaced by its last
+// component ("asm_m80"): the blob writer writes metadata through it, so no build path ships.
+std::string strip_absolute_paths(const std::string& text);
+
+// The architectures the model covers, from its metadata "arch" (comma-separated; ":feature"
+// suffixes dropped, each name once, what is no architecture name left out): the blob's `archs`.
+std::vector<std::string> covered_archs(const ir::Model& model);
 
 // IEEE binary32 -> binary16 bit pattern, rounded to nearest (ties to even); overflow gives inf.
 uint16_t float_to_half(float value);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tunecast_model_generated.h"
+#include "tunecast/tunecast_model_generated.h"
 
 namespace tunecast::ir {
 
