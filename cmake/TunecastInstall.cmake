@@ -5,6 +5,7 @@
 #   share/tunecast/rules/<kernel>.tcr           validity and applicability rules (tunecast_RULES_DIR)
 #   share/tunecast/encodings/<kernel>.tce       each shipped model's encoding, and the KTN encodings
 #                                               of weights/encodings/ (tunecast_ENCODINGS_DIR)
+#   share/tunecast/tools/                       the plot scripts the installed `tunecast` runs
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -20,6 +21,13 @@ if(TUNECAST_BUILD_TOOLS)
     install(FILES ${PROJECT_SOURCE_DIR}/weights/${kernel}/model.tce DESTINATION ${TUNECAST_INSTALL_DATADIR}/encodings
       RENAME ${kernel}.tce)
   endforeach()
+  # What `tunecast eval --plot` and `eval-search --plot` run (matplotlib), so that the installed
+  # binary needs no source tree: share/tunecast/tools/ (codegen/CMakeLists.txt, TUNECAST_INSTALLED_TOOLS_REL).
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/plot_eval.py ${PROJECT_SOURCE_DIR}/tools/plot_eval_search.py
+    DESTINATION ${TUNECAST_INSTALL_DATADIR}/tools)
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/tunecast_train/__init__.py
+    ${PROJECT_SOURCE_DIR}/tools/tunecast_train/eval_results.py ${PROJECT_SOURCE_DIR}/tools/tunecast_train/files.py
+    DESTINATION ${TUNECAST_INSTALL_DATADIR}/tools/tunecast_train)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/weights/rules/ DESTINATION ${TUNECAST_INSTALL_DATADIR}/rules
   FILES_MATCHING PATTERN "*.tcr")

@@ -539,6 +539,40 @@ TEST_CASE("CLI: missing, unreadable and corrupt files give one clear line and a 
                        "");
 }
 
+TEST_CASE("CLI: a blob whose weights changed after compilation is refused; inspect reports it") {
+  TempDir dir;
+  const std::vector<uint8_t> original = blob_of(tiny_with_rules());
+  // The offset of the encoder's first weight matrix, found through a loaded copy.
+  AlignedBlob blob;
+  blob.assign(original);
+  Model model;
+  REQUIRE(Model::load(blob.bytes.get(), blob.size, &model).is_ok());
+  const schema::Matrix* kernel = model.root()->graphs()->Get(0)->layers()->Get(0)->kernel();
+  REQUIRE(kernel != nullptr);
+  const uint8_t* weight = kernel->data() ? reinterpret_cast<const uint8_t*>(kernel->data()->data())
+                                         : reinterpret_cast<const uint8_t*>(kernel->half_data()->data());
+  std::vector<uint8_t> flipped = original;
+  flipped[static_cast<size_t>(weight - blob.bytes.get()) + 1] ^= 0x10;
+  write_text(dir.file("ok.tcm"), std::string(original.begin(), original.end()));
+  write_text(dir.file("flipped.tcm"), std::string(flipped.begin(), flipped.end()));
+  write_text(dir.file("problems.txt"), std::string(kTinyProblem) + "\n");
+
+  CHECK(run_cli(dir, "predict " + dir.file("ok.tcm") + " --problem " + kTinyProblem).exit_code == 0);
+  for (const std::string command :
+       {"predict " + dir.file("flipped.tcm") + " --problem " + kTinyProblem,
+        "table " + dir.file("flipped.tcm") + " --problems " + dir.file("problems.txt") + " -o " + dir.file("t.inc"),
+        "emit-cpp " + dir.file("flipped.tcm") + " -o " + dir.file("gen") + " --name P"}) {
+    CAPTURE(command);
+    const CliResult r = run_cli(dir, command);
+    check_one_line_error(r, "flipped.tcm: weights checksum mismatch");
+    CHECK(r.exit_code == 1);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("t.inc")));
+  const CliResult inspect = run_cli(dir, "inspect " + dir.file("flipped.tcm"));
+  CHECK(inspect.exit_code == 1);
+  CHECK_MESSAGE(contains(inspect.out, "mismatch"), inspect.out);
+}
+
 TEST_CASE("CLI: bad problems and beam widths; a field outside the training range is a warning") {
   TempDir dir;
   write_blob_file(dir.file("tiny.tcm"), tiny_with_rules());

@@ -33,12 +33,20 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// A model file mapped and verified.
+// The path of a helper script of tools/ (plot_eval.py, plot_eval_search.py): the installed copy
+// beside the package's data when this binary runs from an install (<prefix>/share/tunecast/tools/),
+// else the source tree's tools/ (a build tree).
+std::string tool_script(const char* name);
+
+// A model file mapped and verified, its weights too by default: a blob whose weights do not hash
+// to the checksum it records (a changed byte) is refused (kCorruptModel), one pass over the weights
+// (docs/benchmarks.md: a few ms); a blob that records none loads as ever. `inspect` passes false and
+// reports the checksum's state itself.
 struct LoadedModel {
   codegen::MappedFile file;
   Model model;
 };
-Status load_model_file(const std::string& path, LoadedModel* out);
+Status load_model_file(const std::string& path, LoadedModel* out, bool verify_weights = true);
 
 // The beam width a trained predictor recommends for few candidates: its metadata "search_width",
 // else 1 (greedy). A request for k candidates keeps max(k, width) hypotheses and returns the first

@@ -87,10 +87,29 @@ Status Args::get_int(const std::string& name, int fallback, int* out) const {
   return Status::ok();
 }
 
-Status load_model_file(const std::string& path, LoadedModel* out) {
+std::string tool_script(const char* name) {
+  char exe[4096];
+  const ssize_t length = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (length > 0) {
+    exe[length] = '\0';
+    const std::filesystem::path installed =
+        (std::filesystem::path(exe).parent_path() / TUNECAST_INSTALLED_TOOLS_REL / name).lexically_normal();
+    std::error_code error;
+    if (std::filesystem::is_regular_file(installed, error)) return installed.string();
+  }
+  return std::string(TUNECAST_TOOLS_DIR) + "/" + name;
+}
+
+Status load_model_file(const std::string& path, LoadedModel* out, bool verify_weights) {
   TUNECAST_RETURN_IF_ERROR(out->file.open(path));
   Status status = Model::load(out->file.data(), out->file.size(), &out->model);
   if (!status) return Status::error(status.code(), "%s: %s", path.c_str(), status.message());
+  if (verify_weights) {
+    status = out->model.verify_checksum();
+    if (status.code() == StatusCode::kCorruptModel) {
+      return Status::error(status.code(), "%s: %s", path.c_str(), status.message());
+    }
+  }
   return Status::ok();
 }
 

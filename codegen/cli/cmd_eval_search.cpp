@@ -1,6 +1,6 @@
 // eval-search: tuning strategies side by side on the held-out problems of a timing DB, at each
 // benchmark budget: the speed each gets (recorded optimum / time found) and the benchmarks it
-// spends. The strategies live in codegen/src/search_eval.cpp; docs/search.md describes them.
+// spends. The strategies live in codegen/evaluation/src/search_eval.cpp; docs/search.md describes them.
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -321,7 +321,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     const std::string json_path = args.get("plot") + ".json";
     status = codegen::write_file_atomic(json_path, json_text(j, 2));
     if (!status) return fail(status);
-    const std::string command = "/usr/bin/python3 " + shell_word(TUNECAST_TOOLS_DIR "/plot_eval_search.py") + " " +
+    const std::string command = "/usr/bin/python3 " + shell_word(tool_script("plot_eval_search.py")) + " " +
                                 shell_word(json_path) + " " + shell_word(args.get("plot"));
     if (std::system(command.c_str()) != 0) {
       return fail(Status::error(StatusCode::kIoError,
@@ -362,7 +362,9 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   });
   std::printf("invalid configs proposed by the strategies that use the model: %lld\n",
               static_cast<long long>(constrained_invalid));
-  if (args.has("plot")) std::printf("plot: %s\n", args.get("plot").c_str());
+  if (args.has("plot")) {  // status, not a result: stderr
+    std::fprintf(stderr, "eval-search: wrote %s (its figures: %s.json)\n", args.get("plot").c_str(), args.get("plot").c_str());
+  }
   return 0;
 }
 

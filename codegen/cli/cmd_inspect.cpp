@@ -85,7 +85,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   if (!status) return usage_error("inspect", status.message());
   if (args.positional().size() != 1) return usage_error("inspect", "expected one MODEL");
   LoadedModel loaded;
-  status = load_model_file(args.positional()[0], &loaded);
+  status = load_model_file(args.positional()[0], &loaded, /*verify_weights=*/false);  // reported below
   if (!status) return fail(status);
   const Model& model = loaded.model;
   const schema::Model* root = model.root();

@@ -104,7 +104,7 @@ nlohmann::json report_json(const Options& options, const Report& report) {
 Status plot(const Options& options, const nlohmann::json& report) {
   const std::string json_path = options.args.get("plot") + ".json";
   TUNECAST_RETURN_IF_ERROR(codegen::write_file_atomic(json_path, json_text(report, 2)));
-  const std::string command = "/usr/bin/python3 " + shell_quoted(TUNECAST_TOOLS_DIR "/plot_eval.py") + " " +
+  const std::string command = "/usr/bin/python3 " + shell_quoted(tool_script("plot_eval.py")) + " " +
                               shell_quoted(json_path) + " " + shell_quoted(options.args.get("plot"));
   if (std::system(command.c_str()) != 0) {
     return Status::error(StatusCode::kIoError,
@@ -161,7 +161,9 @@ void print_report(const Options& options, const Report& report) {
     print_row("nearest", b.nearest,
               "(" + std::to_string(b.train_count) + " rows of " + options.baselines_fit_on + ")");
   }
-  if (args.has("plot")) std::printf("plot: %s\n", args.get("plot").c_str());
+  if (args.has("plot")) {  // status, not a result: stderr
+    std::fprintf(stderr, "eval: wrote %s (its figures: %s.json)\n", args.get("plot").c_str(), args.get("plot").c_str());
+  }
 }
 
 }  // namespace tunecast::cli::eval
