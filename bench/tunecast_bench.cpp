@@ -20,6 +20,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "fdeep_peer.h"
 #include "floors.h"
 #include "generated_hook.h"
 #include "torch_peer.h"
@@ -731,6 +732,37 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     std::printf("  libtorch peer: needs the compiler IR (only models imported at bench time)\n");
   }
 
+  // frugally-deep peer (MIOpen's runtime) on the KTN's own Keras files.
+  Timing fdeep_load, fdeep_greedy;
+  if (ktn != nullptr) {
+    std::string why;
+    const std::string prefix = o.data_dir + "/miopen/models/gfx908_ConvAsm1x1U";
+    std::unique_ptr<FdeepPeer> peer;
+    fdeep_load = measure(o, [&] { peer = load_fdeep_peer(prefix, &why); }, 40, 5);
+    if (!peer) {
+      std::printf("  frugally-deep peer: %s\n", why.c_str());
+      fdeep_load = Timing{};
+    } else {
+      std::vector<std::vector<bool>> allowed(model.parameter_count(), std::vector<bool>(model.token_count()));
+      for (int s = 0; s < model.parameter_count(); ++s) {
+        for (int t = 0; t < model.token_count(); ++t) allowed[s][t] = model.token_allowed(model.decode_position(s), t);
+      }
+      const int rows = static_cast<int>(enc.value_rows[enc_in]), cols = static_cast<int>(enc.value_cols[enc_in]);
+      const std::vector<int> tokens = peer->greedy(features, rows, cols, allowed);
+      const bool same = tokens == runtime_free_tokens;
+      std::printf("  frugally-deep peer (%s): greedy tokens", fdeep_description().c_str());
+      for (int t : tokens) std::printf(" %d", t);
+      std::printf(" -> %s the runtime's (constraints off)\n", same ? "same as" : "DIFFERENT FROM");
+      if (!same) failures->fail("frugally-deep and the runtime disagree on the greedy sequence");
+      row("frugally-deep load (encoder + decoder JSON)", fdeep_load, 0);
+      fdeep_greedy = measure(o, [&] { benchmark::DoNotOptimize(peer->greedy(features, rows, cols, allowed)); }, 2000, 11);
+      char extra[96];
+      std::snprintf(extra, sizeof extra, "tunecast %.1fx faster (cpu; tunecast constrained)",
+                    fdeep_greedy.cpu_median_ns / greedy.cpu_median_ns);
+      row("frugally-deep greedy (no validity check)", fdeep_greedy, greedy_floor, extra);
+    }
+  }
+
   if (ktn) {
     ktn->have = true;
     ktn->load = load;
@@ -744,6 +776,8 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     ktn->torch_greedy = torch_greedy;
     ktn->torch_step100 = torch_step100;
     ktn->generated_greedy = generated_greedy;
+    ktn->fdeep_load = fdeep_load;
+    ktn->fdeep_greedy = fdeep_greedy;
   }
 }
 
