@@ -174,6 +174,7 @@ class Engine {
   // (nothing measured), or an error is pending (error()).
   Proposal propose(const uint16_t* index, SearchPhase phase) {
     pending_count_ = 0;
+    improved_ = false;  // improved() speaks of this proposal only (the restarts read it)
     const Proposal proposal = propose_and_compare(index, phase);
     notify();
     return proposal;
@@ -231,7 +232,6 @@ class Engine {
       if (v < 0 || v >= space_.sizes[p]) return false;
       n[p] = static_cast<uint16_t>(v);
     }
-    improved_ = false;
     if (propose(n, phase) != Proposal::kMeasured || !improved_) return false;
     std::copy(n, n + space_.count, x);
     return true;
