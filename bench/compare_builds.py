@@ -3,7 +3,7 @@
 portable build at its best SIMD level within 1.1x of a -march=native build on every figure).
 
   bench/compare_builds.py build/bench/tunecast_bench build-native/bench/tunecast_bench \
-      [--rounds 3] [--goal 1.1] [-- BENCH ARGS...]
+      [--rounds 3] [--goal 1.1] [-- BENCH ARGS...]   (e.g. -- --no-torch: passed to both)
 
 Runs the two benches alternately (A B A B ...), each at its best level with `--json`, and keeps
 for every figure the lowest CPU-time median over the rounds (the host is shared: the minimum of
@@ -37,8 +37,10 @@ def main():
     parser.add_argument("b", help="the reference bench (the -march=native build's)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--goal", type=float, default=1.1, help="largest A / B allowed (default 1.1)")
-    parser.add_argument("bench_args", nargs="*", help="after --: passed to both benches (e.g. --no-torch)")
-    o = parser.parse_args()
+    argv = sys.argv[1:]
+    bench_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    o = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    o.bench_args = bench_args
     for path in (o.a, o.b):
         if not os.access(path, os.X_OK):
             parser.error(f"{path} is not an executable bench")
@@ -55,7 +57,8 @@ def main():
                 level[side] = data["best_level"]
                 for f in data["figures"]:
                     # Shipped predictors are named by their path in each build folder.
-                    subject = os.path.basename(f["subject"]) if f["subject"].endswith(".tcm") else f["subject"]
+                    subject = f["subject"].split(" (imported from")[0]
+                    subject = os.path.basename(subject) if subject.endswith(".tcm") else subject
                     for name in FIGURES:
                         key = (subject, name)
                         value = f[name]
@@ -73,7 +76,7 @@ def main():
         ratio = a / b
         worst = max(worst, ratio)
         flag = "" if ratio <= o.goal else f"  over {o.goal}"
-        print(f"{key[0][-40:]:40} {key[1][:-3]:12} {a / 1e3:10.1f}us {b / 1e3:10.1f}us {ratio:6.2f}{flag}")
+        print(f"{key[0][:40]:40} {key[1][:-3]:12} {a / 1e3:10.1f}us {b / 1e3:10.1f}us {ratio:6.2f}{flag}")
     print(f"worst A/B {worst:.2f}: goal <= {o.goal}: {'met' if worst <= o.goal else 'NOT met'}")
 
 

@@ -142,6 +142,13 @@ int cmd_predict(const std::vector<std::string>& argv) {
       format_problem(problem, text, sizeof text);
       std::fprintf(stderr, "tunecast: note: the %s reads as --problem \"%s\"\n", codegen::problem_form_name(form),
                    text);
+    } else if (problem.get(ProblemField::kDir) != kForward) {
+      // Fields of a backward problem are the perf DB's, not the driver's: say so every time, since
+      // the driver's order is a silent wrong answer (issue 24).
+      std::fprintf(stderr,
+                   "tunecast: note: dir=%c fields are the perf DB's: c = the forward K, k = the forward C, h x w ="
+                   " the forward output (MIOpenDriver lines are converted: --problem \"MIOpenDriver conv ...\")\n",
+                   problem.get(ProblemField::kDir) == kBackwardData ? 'B' : 'W');
     }
   }
   std::vector<unsigned char> scratch(model.scratch_bytes(options.beam_width));
