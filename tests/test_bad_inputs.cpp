@@ -435,58 +435,15 @@ TEST_CASE("a feature outside the training range: predict works and says so") {
 
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char pattern[] = "/tmp/tunecast_bad_inputs_XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code error;
-    std::filesystem::remove_all(path, error);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  // Every name in the folder (to see leftovers such as temporary files).
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& entry : std::filesystem::directory_iterator(path)) out.push_back(entry.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tunecast_test::CliResult;
+using tunecast_test::read_text;
+using tunecast_test::run_cli;
+using tunecast_test::TempDir;
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   REQUIRE(out.good());
-}
-
-// Runs the built CLI with `args` (already shell-quoted where needed).
-CliResult run_cli(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string command = std::string("'") + TUNECAST_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(command.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(out);
-  r.err = read_text(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
 }
 
 // A failure: non-zero exit and exactly one line on stderr, containing `text`.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "search_fixtures.h"
+#include "test_util.h"
 #include "tunecast/codegen/blob_writer.h"
 #include "tunecast/codegen/dataset_split.h"
 #include "tunecast/codegen/timing_db.h"
@@ -27,26 +28,10 @@ namespace {
 
 using nlohmann::json;
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char pattern[] = "/tmp/tunecast_search_cli_XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code error;
-    std::filesystem::remove_all(path, error);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tunecast_test::CliResult;
+using tunecast_test::read_text;
+using tunecast_test::run_cli;
+using tunecast_test::TempDir;
 
 void write_text(const std::string& path, const std::string& text, bool executable = false) {
   {
@@ -55,24 +40,6 @@ void write_text(const std::string& path, const std::string& text, bool executabl
     REQUIRE(out.good());
   }
   if (executable) REQUIRE(::chmod(path.c_str(), 0755) == 0);
-}
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CliResult run_cli(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string command = std::string("'") + TUNECAST_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(command.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(out);
-  r.err = read_text(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
