@@ -36,6 +36,7 @@ else()
   list(APPEND tunecast_kc_objects $<TARGET_OBJECTS:tunecast_kc_hwy>)
 
   add_executable(tunecast_kernel_candidates ${CMAKE_CURRENT_LIST_DIR}/kernel_candidates.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/malloc_counter.cpp
     ${tunecast_kc_objects})
   target_include_directories(tunecast_kernel_candidates PRIVATE ${CMAKE_CURRENT_LIST_DIR})
   target_include_directories(tunecast_kernel_candidates SYSTEM PRIVATE ${TUNECAST_HWY_INCLUDE_DIR})

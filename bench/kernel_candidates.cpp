@@ -30,49 +30,17 @@
 #include <hwy/targets.h>
 
 #include "kernel_candidates.h"
+#include "malloc_counter.h"
 #include "tunecast/kernel_types.h"
 #include "tunecast/layers.h"
 #include "tunecast/simd.h"
 
-// --- heap accounting (as in tunecast_bench.cpp): every malloc-family call of the process -------
+// --- heap accounting: every malloc-family call of the process (malloc_counter.h), and Eigen's own
+// no-malloc guard routed to a counter ----------------------------------------------------------------
 namespace {
-std::atomic<long> g_malloc_calls{0};
 std::atomic<long> g_eigen_assert_failures{0};
 const char* g_eigen_assert_first = nullptr;
 }  // namespace
-
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
-void* malloc(size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(size);
-}
-void* calloc(size_t n, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_realloc(p, size);
-}
-int posix_memalign(void** out, size_t align, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  void* p = __libc_memalign(align, size);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-void* aligned_alloc(size_t align, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_memalign(align, size);
-}
-void free(void* p) { __libc_free(p); }
-}
 
 namespace tunecast::bench::candidates {
 
@@ -370,7 +338,7 @@ int run(bool quick) {
       for (auto& c : cands) {
         c.prepare();
         c.call(ops, c.y->data);
-        const long heap0 = g_malloc_calls.load();
+        const long heap0 = tunecast::bench::malloc_calls();
         const long asserts0 = g_eigen_assert_failures.load();
         for (int i = 0; i < calls; ++i) {
           const auto t0 = Clock::now();
@@ -378,7 +346,7 @@ int run(bool quick) {
           const auto t1 = Clock::now();
           c.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
         }
-        c.heap_calls += g_malloc_calls.load() - heap0;
+        c.heap_calls += tunecast::bench::malloc_calls() - heap0;
         c.eigen_asserts += g_eigen_assert_failures.load() - asserts0;
         c.calls += calls;
         c.finish();

@@ -22,6 +22,7 @@
 
 #include "fdeep_peer.h"
 #include "floors.h"
+#include "malloc_counter.h"
 #include "generated_hook.h"
 #include "torch_peer.h"
 #include "tunecast/codegen/assemble.h"
@@ -36,42 +37,9 @@
 // Every operator new and every malloc-family call of the process is counted; the benchmark reads
 // the counters around the runtime's calls. operator new goes through malloc, so it shows in both.
 namespace {
-std::atomic<long> g_new_calls{0};
-std::atomic<long> g_malloc_calls{0};
+std::atomic<long> g_new_calls{0};  // malloc-family calls: malloc_counter.h
 }  // namespace
 
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
-void* malloc(size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(size);
-}
-void* calloc(size_t n, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_realloc(p, size);
-}
-int posix_memalign(void** out, size_t align, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  void* p = __libc_memalign(align, size);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-void* aligned_alloc(size_t align, size_t size) {
-  g_malloc_calls.fetch_add(1, std::memory_order_relaxed);
-  return __libc_memalign(align, size);
-}
-void free(void* p) { __libc_free(p); }
-}
 
 void* operator new(size_t size) {
   g_new_calls.fetch_add(1, std::memory_order_relaxed);
@@ -104,7 +72,7 @@ using Clock = std::chrono::steady_clock;
 
 struct HeapCount {
   long news = 0, mallocs = 0;
-  static HeapCount now() { return {g_new_calls.load(), g_malloc_calls.load()}; }
+  static HeapCount now() { return {g_new_calls.load(), malloc_calls()}; }
   HeapCount operator-(const HeapCount& o) const { return {news - o.news, mallocs - o.mallocs}; }
 };
 
