@@ -76,6 +76,12 @@ TEST_CASE("architectures: any name, features dropped, the six fixed names keep t
   int64_t code = 0;
   CHECK_FALSE(arch_code("", &code));
   CHECK_FALSE(arch_code(":xnack-", &code));
+  // Target features are a name and + or -, as LLVM's target IDs write them.
+  CHECK_FALSE(arch_code("gfx906:bogus", &code));
+  CHECK_FALSE(arch_code("gfx90a:sramecc+:", &code));
+  CHECK_FALSE(arch_code("gfx90a:+", &code));
+  CHECK_FALSE(arch_code("gfx90a:xn$ck-", &code));
+  CHECK(code_of("gfx90a:xnack+ ") == kGfx90a);
   CHECK_FALSE(arch_code("gfx9$0", &code));
   CHECK_FALSE(arch_code("gfx123456789012", &code));  // 12 characters after "gfx"
   CHECK_FALSE(format_arch(7, nullptr, 0));           // between the fixed codes and the names

@@ -117,7 +117,25 @@ bool find_problem_field(std::string_view name, ProblemField* field) {
 }
 
 bool arch_code(std::string_view name, int64_t* code) {
-  name = name.substr(0, name.find(':'));  // target features: gfx90a:sramecc+:xnack-
+  // Target features, as LLVM's target IDs write them (gfx90a:sramecc+:xnack-): each a name and a
+  // '+' or '-'. They do not change the code; a malformed one (gfx906:bogus) makes the name invalid.
+  const size_t colon = name.find(':');
+  if (colon != std::string_view::npos) {
+    std::string_view features = name.substr(colon + 1);
+    while (!features.empty() && is_space(features.back())) features.remove_suffix(1);
+    while (true) {
+      const size_t end = std::min(features.find(':'), features.size());
+      const std::string_view feature = features.substr(0, end);
+      if (feature.size() < 2 || (feature.back() != '+' && feature.back() != '-')) return false;
+      for (size_t i = 0; i + 1 < feature.size(); ++i) {
+        const char c = feature[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+      }
+      if (end == features.size()) break;
+      features.remove_prefix(end + 1);
+    }
+    name = name.substr(0, colon);
+  }
   while (!name.empty() && is_space(name.back())) name.remove_suffix(1);
   char lower[kMaxArchNameLength + 1];
   if (name.empty() || name.size() > kMaxArchNameLength) return false;

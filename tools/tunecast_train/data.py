@@ -28,8 +28,12 @@ ARCHS = {"gfx900": 0, "gfx906": 1, "gfx908": 2, "gfx90a": 3, "gfx942": 4, "gfx10
 
 def arch_code(name):
     """problem.h arch_code: the integer of any architecture name (the six of ARCHS keep theirs;
-    ":feature" suffixes dropped). None for what is no architecture name."""
-    name = name.split(":", 1)[0].strip().lower()
+    ":feature" suffixes dropped, each a name and + or -). None for what is no architecture name."""
+    name, *features = name.strip().split(":")
+    if any(len(f) < 2 or f[-1] not in "+-" or not all(c.isascii() and (c.isalnum() or c == "_") for c in f[:-1])
+           for f in features):
+        return None
+    name = name.strip().lower()
     if not name or len(name) > 24:
         return None
     if name in ARCHS:
