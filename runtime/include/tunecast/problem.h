@@ -86,8 +86,8 @@ bool find_problem_symbol(ProblemField field, std::string_view symbol, int64_t* v
 // buffers: the pointer stays valid for the next 3 calls on the thread (format_arch has no limit).
 const char* problem_symbol_name(ProblemField field, int64_t value);
 
-// The code of an architecture name: ":feature" suffixes are dropped ("gfx90a:sramecc+:xnack-" is
-// gfx90a), letters are lower-cased; the name must be letters, digits and '-', at most 11 of them
+// The code of an architecture name: ":feature" suffixes, each a name and '+' or '-', are checked
+// and dropped ("gfx90a:sramecc+:xnack-" is gfx90a; "gfx906:bogus" is refused), letters are lower-cased; the name must be letters, digits and '-', at most 11 of them
 // besides a leading "gfx" and a trailing "-generic". Returns false for anything else (an empty
 // name included). Every such name has a code: whether a model covers it is the model's business.
 bool arch_code(std::string_view name, int64_t* code);
