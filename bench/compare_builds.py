@@ -38,9 +38,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--goal", type=float, default=1.1, help="largest A / B allowed (default 1.1)")
     argv = sys.argv[1:]
-    bench_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    o = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    o.bench_args = bench_args
+    split = argv.index("--") if "--" in argv else len(argv)  # what follows -- goes to both benches
+    o = parser.parse_args(argv[:split])
+    o.bench_args = argv[split + 1:]
     for path in (o.a, o.b):
         if not os.access(path, os.X_OK):
             parser.error(f"{path} is not an executable bench")

@@ -19,11 +19,12 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 
 #include "fdeep_peer.h"
 #include "floors.h"
-#include "malloc_counter.h"
 #include "generated_hook.h"
+#include "malloc_counter.h"
 #include "torch_peer.h"
 #include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/blob_writer.h"
@@ -203,6 +204,10 @@ struct Subject {
   bool fp16_weights = false;  // generated predictors are emitted from fp32 blobs: not this one's twin
   ir::Model ir;
   bool temp_file = false;
+  // The frugally-deep peer of the KTN, timed once (report(): the same at every level).
+  bool fdeep_tried = false;
+  std::unique_ptr<FdeepPeer> fdeep;
+  Timing fdeep_load, fdeep_greedy;
 };
 
 void hold_bytes(Subject* s, const void* data, size_t size) {
@@ -680,6 +685,16 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
                 model_name);
   }
 
+  // What the peers may pick at each decode step: the tokens the vocabulary allows there, end tokens
+  // too where they compete (the runtime with its constraints off, runtime_free_tokens).
+  const bool end_competes = model.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength;
+  std::vector<std::vector<bool>> allowed(model.parameter_count(), std::vector<bool>(model.token_count()));
+  for (int step = 0; step < model.parameter_count(); ++step) {
+    for (int t = 0; t < model.token_count(); ++t) {
+      allowed[step][t] = model.token_allowed(model.decode_position(step), t) || (end_competes && model.is_end_token(t));
+    }
+  }
+
   // libtorch peer.
   Timing torch_greedy, torch_step100;
   if (o.torch && s.have_ir) {
@@ -688,15 +703,6 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     if (!peer) {
       std::printf("  libtorch peer: %s\n", why.c_str());
     } else {
-      const bool end_competes =
-          model.root()->vocabulary()->end_policy() == schema::EndPolicy::FixedLength;
-      std::vector<std::vector<bool>> allowed(model.parameter_count(),
-                                             std::vector<bool>(model.token_count()));
-      for (int s = 0; s < model.parameter_count(); ++s) {  // by decode step
-        for (int t = 0; t < model.token_count(); ++t) {
-          allowed[s][t] = model.token_allowed(model.decode_position(s), t) || (end_competes && model.is_end_token(t));
-        }
-      }
       const std::vector<int> torch_tokens = peer->greedy(features, allowed);
       const bool same = torch_tokens == runtime_free_tokens;
       std::printf("  libtorch peer (%s): greedy tokens", torch_description().c_str());
@@ -720,35 +726,35 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     std::printf("  libtorch peer: needs the compiler IR (only models imported at bench time)\n");
   }
 
-  // frugally-deep peer (MIOpen's runtime) on the KTN's own Keras files.
-  Timing fdeep_load, fdeep_greedy;
-  if (ktn != nullptr) {
+  // frugally-deep peer (MIOpen's runtime) on the KTN's own Keras files: loaded and timed once, as
+  // its speed does not depend on the runtime's SIMD level; its tokens are checked at every level.
+  if (ktn != nullptr && !s.fdeep_tried) {
+    s.fdeep_tried = true;
     std::string why;
     const std::string prefix = o.data_dir + "/miopen/models/gfx908_ConvAsm1x1U";
-    std::unique_ptr<FdeepPeer> peer;
-    fdeep_load = measure(o, [&] { peer = load_fdeep_peer(prefix, &why); }, 40, 5);
-    if (!peer) {
+    s.fdeep_load = measure(o, [&] { s.fdeep = load_fdeep_peer(prefix, &why); }, 40, 5);
+    if (!s.fdeep) {
       std::printf("  frugally-deep peer: %s\n", why.c_str());
-      fdeep_load = Timing{};
-    } else {
-      std::vector<std::vector<bool>> allowed(model.parameter_count(), std::vector<bool>(model.token_count()));
-      for (int s = 0; s < model.parameter_count(); ++s) {
-        for (int t = 0; t < model.token_count(); ++t) allowed[s][t] = model.token_allowed(model.decode_position(s), t);
-      }
-      const int rows = static_cast<int>(enc.value_rows[enc_in]), cols = static_cast<int>(enc.value_cols[enc_in]);
-      const std::vector<int> tokens = peer->greedy(features, rows, cols, allowed);
-      const bool same = tokens == runtime_free_tokens;
-      std::printf("  frugally-deep peer (%s): greedy tokens", fdeep_description().c_str());
-      for (int t : tokens) std::printf(" %d", t);
-      std::printf(" -> %s the runtime's (constraints off)\n", same ? "same as" : "DIFFERENT FROM");
-      if (!same) failures->fail("frugally-deep and the runtime disagree on the greedy sequence");
-      row("frugally-deep load (encoder + decoder JSON)", fdeep_load, 0);
-      fdeep_greedy = measure(o, [&] { benchmark::DoNotOptimize(peer->greedy(features, rows, cols, allowed)); }, 2000, 11);
-      char extra[96];
-      std::snprintf(extra, sizeof extra, "tunecast %.1fx faster (cpu; tunecast constrained)",
-                    fdeep_greedy.cpu_median_ns / greedy.cpu_median_ns);
-      row("frugally-deep greedy (no validity check)", fdeep_greedy, greedy_floor, extra);
+      s.fdeep_load = Timing{};
     }
+  }
+  if (ktn != nullptr && s.fdeep) {
+    const int rows = static_cast<int>(enc.value_rows[enc_in]), cols = static_cast<int>(enc.value_cols[enc_in]);
+    const std::vector<int> tokens = s.fdeep->greedy(features, rows, cols, allowed);
+    const bool same = tokens == runtime_free_tokens;
+    std::printf("  frugally-deep peer (%s): greedy tokens", fdeep_description().c_str());
+    for (int t : tokens) std::printf(" %d", t);
+    std::printf(" -> %s the runtime's (constraints off)\n", same ? "same as" : "DIFFERENT FROM");
+    if (!same) failures->fail("frugally-deep and the runtime disagree on the greedy sequence");
+    if (s.fdeep_greedy.runs == 0) {
+      s.fdeep_greedy =
+          measure(o, [&] { benchmark::DoNotOptimize(s.fdeep->greedy(features, rows, cols, allowed)); }, 2000, 11);
+    }
+    row("frugally-deep load (encoder + decoder JSON)", s.fdeep_load, 0);
+    char extra[96];
+    std::snprintf(extra, sizeof extra, "tunecast %.1fx faster (cpu; tunecast constrained)",
+                  s.fdeep_greedy.cpu_median_ns / greedy.cpu_median_ns);
+    row("frugally-deep greedy (no validity check)", s.fdeep_greedy, greedy_floor, extra);
   }
 
   if (ktn) {
@@ -764,8 +770,8 @@ void report(const Options& o, const FmaRate& fma, Subject& s, Failures* failures
     ktn->torch_greedy = torch_greedy;
     ktn->torch_step100 = torch_step100;
     ktn->generated_greedy = generated_greedy;
-    ktn->fdeep_load = fdeep_load;
-    ktn->fdeep_greedy = fdeep_greedy;
+    ktn->fdeep_load = s.fdeep_load;
+    ktn->fdeep_greedy = s.fdeep_greedy;
   }
 }
 
@@ -850,27 +856,16 @@ void print_level_goals() {
 
 // --json FILE: every subject's headline figures at every level, for bench/compare_builds.py (the
 // portable build against a -march=native one).
-bool write_json(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return false;
-  std::fprintf(f, "{\"best_level\": \"%s\", \"figures\": [", simd_level_name(best_simd_level()));
-  for (size_t i = 0; i < g_level_figures.size(); ++i) {
-    const LevelFigures& x = g_level_figures[i];
-    std::string subject;
-    for (char c : x.subject) {
-      if (c == '"' || c == '\\') subject += '\\';
-      subject += c;
-    }
-    std::fprintf(f,
-                 "%s\n {\"subject\": \"%s\", \"level\": \"%s\", \"ktn\": %s, \"load_ns\": %.1f, "
-                 "\"greedy_ns\": %.1f, \"greedy_l2_floor_ns\": %.1f, \"beam10_ns\": %.1f, \"beam100_ns\": %.1f, "
-                 "\"step100_ns\": %.1f, \"step100_floor_ns\": %.1f, \"heap\": %ld}",
-                 i ? "," : "", subject.c_str(), simd_level_name(x.level), x.ktn ? "true" : "false", x.load_ns,
-                 x.greedy_ns, x.greedy_l2_floor_ns, x.beam10_ns, x.beam100_ns, x.step100_ns, x.step100_floor_ns,
-                 x.heap);
+Status write_json(const std::string& path) {
+  nlohmann::json figures = nlohmann::json::array();
+  for (const LevelFigures& x : g_level_figures) {
+    figures.push_back({{"subject", x.subject}, {"level", simd_level_name(x.level)}, {"ktn", x.ktn},
+                       {"load_ns", x.load_ns}, {"greedy_ns", x.greedy_ns}, {"greedy_l2_floor_ns", x.greedy_l2_floor_ns},
+                       {"beam10_ns", x.beam10_ns}, {"beam100_ns", x.beam100_ns}, {"step100_ns", x.step100_ns},
+                       {"step100_floor_ns", x.step100_floor_ns}, {"heap", x.heap}});
   }
-  std::fprintf(f, "\n]}\n");
-  return std::fclose(f) == 0;
+  const nlohmann::json report = {{"best_level", simd_level_name(best_simd_level())}, {"figures", figures}};
+  return codegen::write_file_atomic(path, report.dump(1) + "\n");
 }
 
 void print_code_size() {
@@ -1061,12 +1056,15 @@ int main(int argc, char** argv) {
   print_levels();
   print_level_goals();
   print_code_size();
-  if (!o.json.empty() && !write_json(o.json)) {
-    std::fprintf(stderr, "tunecast_bench: cannot write %s\n", o.json.c_str());
-    return 1;
-  }
   for (Subject& s : subjects) {
     if (s.temp_file) unlink(s.blob_path.c_str());
+  }
+  if (!o.json.empty()) {
+    const Status st = write_json(o.json);
+    if (!st) {
+      std::fprintf(stderr, "tunecast_bench: %s\n", st.message());
+      return 1;
+    }
   }
   if (failures.count) {
     std::printf("\n%d check(s) failed\n", failures.count);
