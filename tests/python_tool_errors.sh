@@ -40,4 +40,7 @@ expect_error "--epochs must be at least 1" $py "$tools/train.py" --smoke --epoch
 expect_error "not found" $py "$tools/train.py" --data "$work/absent" --out "$work/t"
 expect_error "mixture_study: $work/absent/model.pt not found" $py "$research/mixture_study.py" --runs "$work/absent" --work "$work/m"
 expect_error "--width must be >= 10" $py "$research/mixture_study.py" --runs "$work/absent" --work "$work/m" --width 0
+echo 'not sqlite' > "$work/part.db"
+expect_error "part.db: not an SQLite file" $py "$tools/gpu_timing/merge.py" "$work/part.db" -o "$work/merged.db"
+expect_error "is also an input" $py "$tools/gpu_timing/merge.py" "$work/part.db" -o "$work/part.db"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Merge the exhaustive harness's part files into one perf-DB-like SQLite file, and summarize it.
 
-Inputs: part files written by triton_gemm1x1.py (SQLite, optionally .gz). Output (written
-atomically; .xz compresses with xz -9): the layout of a MIOpen perf DB plus the measurements:
+Inputs: part files written by triton_gemm1x1.py (SQLite, optionally .gz), and merged files that
+this script wrote before (.db or .db.xz; their problems are mapped back to shape indices through
+--shapes), so that a new run's parts extend the shipped timings without the old parts. Problems
+are numbered by (shape index, precision): a shipped problem keeps its config id when the shapes
+file only grows at its end. Output (written atomically; .xz compresses with xz -9): the layout of
+a MIOpen perf DB plus the measurements:
   config    MIOpen's columns, one row per (shape, precision): layout NHWC, data_type FP16/FP32,
             direction F, spatial_dim 2, in_channels = c, out_channels = k, in_h = h, in_w = w,
             batchsize = n, 1x1 filter, pad 0, stride 1, dilation 1, bias 0, group_count 1; the
@@ -14,8 +18,9 @@ atomically; .xz compresses with xz -9): the layout of a MIOpen perf DB plus the 
   timings   (config, params, time_us, status): every config of every problem; status 'ok' with
             time_us = median per-launch microseconds, or 'compile_fail', 'out_of_resources',
             'wrong_result', 'launch_fail' with time_us NULL;
-  timing_detail (config, params, rel_err, t_check_us, t_min_us, t_max_us, launches, repeats):
-            the check's error and the spread of the timed replays;
+  timing_detail (config, params, rel_err, spread_permille, launches, repeats): the check's
+            max|Y-ref|/max|ref| (2 significant digits), the spread (max - min) / median of the timed
+            replays in 1/1000, the CUDA graph's launches and the timed replays;
   kernels   per (dtype, N class, K class, params): Triton's compile status, shared memory bytes,
             registers, spills, compile seconds;
   meta      (key, value): device, versions, timing method, space, shape rule, coverage.
@@ -34,6 +39,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from shapes import read_shapes  # noqa: E402
 from triton_gemm1x1 import DTYPES, PARAMS, SOLVER, STATUSES, config_space, params_text  # noqa: E402
 
 CONFIG_DDL = """
@@ -52,58 +58,150 @@ dilation_w,dilation_d,bias,group_count );
 CREATE UNIQUE INDEX `idx_perf_db` ON perf_db(solver, config);
 CREATE TABLE timings (config INTEGER NOT NULL, params TEXT NOT NULL, time_us REAL, status TEXT NOT NULL);
 CREATE INDEX idx_timings ON timings(config);
-CREATE TABLE timing_detail (config INTEGER NOT NULL, params TEXT NOT NULL, rel_err REAL, t_check_us REAL,
-t_min_us REAL, t_max_us REAL, launches INTEGER, repeats INTEGER);
+CREATE TABLE timing_detail (config INTEGER NOT NULL, params TEXT NOT NULL, rel_err REAL, spread_permille INTEGER,
+launches INTEGER, repeats INTEGER);
 CREATE TABLE kernels (dtype TEXT, n_class TEXT, k_class TEXT, params TEXT, status TEXT, shared INTEGER,
 n_regs INTEGER, n_spills INTEGER, compile_s REAL);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
-SHAPE_RULE = ("shapes.py: distinct (n, c, k, h, w) of forward 2-D 1x1 convolutions with stride 1, pad 0, "
-              "dilation 1, group 1 (any layout and data type) in ../shared/data/miopen/perfdb/*.db; kept those "
-              "with M*N*K <= 2^29 (M = n*h*w, N = k, K = c); ordered by sha256('n,c,k,h,w'); first 352 "
-              "(tools/gpu_timing/shapes.csv)")
+DEFAULT_SHAPES = os.path.join(HERE, "shapes.csv")
 
 
-def open_part(path, tmpdir):
-    if path.endswith(".gz"):
-        plain = os.path.join(tmpdir, os.path.basename(path)[:-3])
-        with gzip.open(path, "rb") as fi, open(plain, "wb") as fo:
-            shutil.copyfileobj(fi, fo, 1 << 20)
-        path = plain
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"meta", "kernels", "pairs", "results"} <= tables:
-        raise SystemExit(f"merge.py: {path} is not a triton_gemm1x1.py part file (tables {sorted(tables)})")
-    return con
+def shape_rule(n_shapes):
+    return ("shapes.py: distinct (n, c, k, h, w) of forward 2-D 1x1 convolutions with stride 1, pad 0, "
+            "dilation 1, group 1 (any layout and data type) in ../shared/data/miopen/perfdb/*.db; kept those "
+            "with M*N*K <= 2^29 (M = n*h*w, N = k, K = c); ordered by sha256('n,c,k,h,w'); first "
+            f"{n_shapes} (tools/gpu_timing/shapes.csv)")
 
 
-def merge(parts, out_path, extra_meta):
+def compact_rel_err(rel):
+    """The check's relative error to 2 significant digits (the tolerance is 1e-2; more digits are
+    noise and cost megabytes compressed)."""
+    return None if rel is None else float(f"{rel:.2g}")
+
+
+def spread_permille(t, t_min, t_max):
+    """(max - min) / median of the timed replays, in 1/1000 (rounded): the measurement's noise."""
+    if t is None or t_min is None or t_max is None or t <= 0:
+        return None
+    return int(round(1000.0 * (t_max - t_min) / t))
+
+
+class Source:
+    """One input: a part file of triton_gemm1x1.py, or a merged file (this script's output, the
+    current layout or the first one with t_check_us, t_min_us, t_max_us). Gives its meta, kernels,
+    problems and each problem's rows as (cfg index, status, time_us, rel_err, spread_permille,
+    launches, repeats)."""
+
+    def __init__(self, path, tmpdir, shape_index):
+        self.name = os.path.basename(path)
+        self.shape_index = shape_index
+        for ext, opener in ((".gz", gzip.open), (".xz", lzma.open)):
+            if path.endswith(ext):
+                plain = os.path.join(tmpdir, f"{len(os.listdir(tmpdir))}_{self.name[:-len(ext)]}")
+                with opener(path, "rb") as fi, open(plain, "wb") as fo:
+                    shutil.copyfileobj(fi, fo, 1 << 20)
+                path = plain
+        self.con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as e:
+            raise SystemExit(f"merge.py: {self.name}: not an SQLite file ({e})")
+        self.texts = {params_text(c): i for i, c in enumerate(config_space())}
+        if {"config", "timings", "timing_detail", "kernels", "meta"} <= tables:
+            self.kind = "merged"
+            self._read_merged()
+        elif {"meta", "kernels", "pairs", "results"} <= tables:
+            self.kind = "part"
+        else:
+            raise SystemExit(f"merge.py: {self.name} is neither a triton_gemm1x1.py part file nor a merged file "
+                             f"(tables {sorted(tables)})")
+
+    def _read_merged(self):
+        cols = [r[1] for r in self.con.execute("PRAGMA table_info(timing_detail)")]
+        spread = "spread_permille" if "spread_permille" in cols else "NULL"
+        tmin, tmax = ("t_min_us", "t_max_us") if "t_min_us" in cols else ("NULL", "NULL")
+        self.detail = {}
+        for cid, p, rel, sp, t_min, t_max, b, r in self.con.execute(
+                f"SELECT config, params, rel_err, {spread}, {tmin}, {tmax}, launches, repeats FROM timing_detail"):
+            self.detail[(cid, p)] = (rel, sp, t_min, t_max, b, r)
+        self.config_of = {}
+        self.problems = []
+        for cid, dtype, n, c, k, h, w in self.con.execute(
+                "SELECT id, data_type, batchsize, in_channels, out_channels, in_h, in_w FROM config ORDER BY id"):
+            idx = self.shape_index.get((n, c, k, h, w))
+            if idx is None:
+                raise SystemExit(f"merge.py: {self.name}: problem {cid} (n={n} c={c} k={k} h={h} w={w}) is not in "
+                                 "the shapes file (--shapes)")
+            self.config_of[(idx, dtype)] = cid
+            self.problems.append((idx, dtype, (n, c, k, h, w)))
+
+    def meta(self):
+        return self.con.execute("SELECT key, value FROM meta").fetchall()
+
+    def kernels(self):
+        return self.con.execute("SELECT dtype, n_class, k_class, params, status, shared, n_regs, n_spills, "
+                                "compile_s FROM kernels").fetchall()
+
+    def pairs(self):
+        if self.kind == "merged":
+            return self.problems
+        return [(r[0], r[6], tuple(r[1:6])) for r in self.con.execute(
+            "SELECT shape_idx, n, c, k, h, w, dtype FROM pairs")]
+
+    def rows(self, idx, dtype):
+        out = []
+        if self.kind == "part":
+            for cfg, st, t_ns, ppb, tmin, tmax, b, r in self.con.execute(
+                    "SELECT cfg, status, time_ns, rel_err_ppb, t_min_ns, t_max_ns, batch, repeats FROM results "
+                    "WHERE shape_idx = ? AND dtype = ? ORDER BY cfg", (idx, dtype)):
+                t = t_ns / 1000.0 if st == "ok" and t_ns is not None else None
+                out.append((cfg, st, t, compact_rel_err(None if ppb is None else ppb / 1e9),
+                            spread_permille(t, None if tmin is None else tmin / 1000.0,
+                                            None if tmax is None else tmax / 1000.0), b or None, r or None))
+            return out
+        cid = self.config_of[(idx, dtype)]
+        for p, st, t in self.con.execute("SELECT params, status, time_us FROM timings WHERE config = ?", (cid,)):
+            rel, sp, t_min, t_max, b, r = self.detail[(cid, p)]
+            if sp is None:
+                sp = spread_permille(t, t_min, t_max)
+            out.append((self.texts[p], st, t, compact_rel_err(rel), sp, b, r))
+        return sorted(out)
+
+
+def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES):
     space = config_space()
     texts = [params_text(c) for c in space]
     tmpdir = tempfile.mkdtemp(prefix="merge_gemm1x1_")
     try:
-        cons = [open_part(p, tmpdir) for p in parts]
+        shapes = read_shapes(shapes_path)
+        shape_index = {s: i for i, s in enumerate(shapes)}
+        sources = [Source(p, tmpdir, shape_index) for p in parts]
         meta = {}
-        for con in cons:
-            for k, v in con.execute("SELECT key, value FROM meta"):
-                if k not in meta:
+        left = set()
+        for src in sources:
+            for k, v in src.meta():
+                if k == "pairs_left":
+                    left.update(v.replace("|", " ").split())
+                elif k not in meta:
                     meta[k] = v
-                elif v not in meta[k].split(" | ") and k in ("pairs_done", "pairs_left", "stopped", "finished",
-                                                              "timing_seconds", "started", "shapes_range"):
-                    meta[k] = meta[k] + " | " + v
+                elif k in ("pairs_done", "stopped", "finished", "timing_seconds", "started", "shapes_range"):
+                    meta[k] = " | ".join(dict.fromkeys(meta[k].split(" | ") + v.split(" | ")))
         pairs = {}
-        for ci, con in enumerate(cons):
-            for row in con.execute("SELECT shape_idx, n, c, k, h, w, dtype FROM pairs"):
-                key = (row[0], row[6])
+        for ci, src in enumerate(sources):
+            for idx, dtype, shape in src.pairs():
+                key = (idx, dtype)
                 if key in pairs:
-                    print(f"merge.py: warning: pair {key} in two parts; keeping the first", file=sys.stderr)
+                    print(f"merge.py: warning: pair {idx}:{dtype} in two inputs; keeping the first", file=sys.stderr)
                     continue
-                pairs[key] = (ci, row[1:6])
+                if shape_index.get(shape) != idx:
+                    raise SystemExit(f"merge.py: {src.name}: pair {idx}:{dtype} has shape {shape}, which is not "
+                                     f"shape {idx} of {shapes_path}")
+                pairs[key] = (ci, shape)
         kernels = {}
-        for con in cons:
-            for row in con.execute("SELECT dtype, n_class, k_class, params, status, shared, n_regs, n_spills, "
-                                   "compile_s FROM kernels"):
+        for src in sources:
+            for row in src.kernels():
                 kernels.setdefault(row[:4], row)
 
         folder = os.path.dirname(os.path.abspath(out_path))
@@ -118,23 +216,18 @@ def merge(parts, out_path, extra_meta):
             ci, (n, c, k, h, w) = pairs[(idx, dtype)]
             out.execute("INSERT INTO config VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (config_id, "NHWC", dtype, "F", 2, c, h, w, 1, 1, 1, 1, k, n, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0, 1))
-            rows = cons[ci].execute(
-                "SELECT cfg, status, time_ns, rel_err_ppb, t_check_ns, t_min_ns, t_max_ns, batch, repeats "
-                "FROM results WHERE shape_idx = ? AND dtype = ? ORDER BY cfg", (idx, dtype)).fetchall()
-            if len(rows) != len(space):
+            rows = sources[ci].rows(idx, dtype)
+            if [r[0] for r in rows] != list(range(len(space))):
                 raise SystemExit(f"merge.py: pair {idx}:{dtype} has {len(rows)} results, expected {len(space)}")
             best = None
-
-            def us(v):
-                return None if v is None else v / 1000.0
-            for cfg, st, t_ns, ppb, tc, tmin, tmax, b, r in rows:
+            for cfg, st, t, rel, spread, b, r in rows:
                 if st not in STATUSES:
                     raise SystemExit(f"merge.py: unknown status {st!r}")
-                t = us(t_ns) if st == "ok" else None
+                if st != "ok":
+                    t = None
                 out.execute("INSERT INTO timings VALUES (?,?,?,?)", (config_id, texts[cfg], t, st))
-                out.execute("INSERT INTO timing_detail VALUES (?,?,?,?,?,?,?,?)",
-                            (config_id, texts[cfg], None if ppb is None else ppb / 1e9, us(tc), us(tmin), us(tmax),
-                             b or None, r or None))
+                out.execute("INSERT INTO timing_detail VALUES (?,?,?,?,?,?)",
+                            (config_id, texts[cfg], rel, spread, b, r))
                 if t is not None and (best is None or t < best[0]):
                     best = (t, texts[cfg])
                 n_rows += 1
@@ -146,7 +239,9 @@ def merge(parts, out_path, extra_meta):
         for idx, d in pairs:
             shapes_done.setdefault(idx, set()).add(d)
         meta.update({
-            "solver": SOLVER, "params": ",".join(PARAMS), "shape_selection": SHAPE_RULE,
+            "solver": SOLVER, "params": ",".join(PARAMS), "shape_selection": shape_rule(len(shapes)),
+            "pairs_left": " ".join(sorted(left - {f"{i}:{d}" for i, d in pairs},
+                                          key=lambda p: (int(p.split(":")[0]), p))),
             "problems": str(len(order)),
             "problems_fp16": str(sum(1 for _, d in order if d == "FP16")),
             "problems_fp32": str(sum(1 for _, d in order if d == "FP32")),
@@ -231,9 +326,8 @@ def stats(path):
             lines.append(f"| {dtype} | {len(ids)} | {100.0 * nfail / total:.1f} % ({kinds}) | {fmt(med_ratio)} | "
                          f"{fmt(worst_ratio, '{:.1f}')} | {fmt(w2, '{:.0f}')} | {fmt(w5, '{:.0f}')} |")
         # noise: spread of the timed replays of full measurements
-        spreads = [(tmax - tmin) / t for t, tmin, tmax in con.execute(
-            "SELECT t.time_us, d.t_min_us, d.t_max_us FROM timings t JOIN timing_detail d "
-            "ON t.config = d.config AND t.params = d.params WHERE t.status = 'ok' AND d.launches = 10")]
+        spreads = [sp / 1000.0 for (sp,) in con.execute(
+            "SELECT spread_permille FROM timing_detail WHERE launches = 10 AND spread_permille IS NOT NULL")]
         lines.append("")
         lines.append(f"Spread (max - min) / median of the 5 timed replays, full measurements: median "
                      f"{100 * statistics.median(spreads):.2f} %, 90th percentile {100 * pct(spreads, 0.9):.2f} %, "
@@ -258,7 +352,9 @@ def stats(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", help="part files of triton_gemm1x1.py (.db or .db.gz)")
+    ap.add_argument("parts", nargs="*", help="part files of triton_gemm1x1.py (.db or .db.gz), or merged files "
+                    "(.db or .db.xz) to extend")
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="the shapes CSV the parts index (default shapes.csv)")
     ap.add_argument("-o", "--output", help="merged file (.db, or .db.xz to compress)")
     ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE added to the meta table (repeatable)")
     ap.add_argument("--stats", metavar="DB", help="print summary statistics of a merged file (.db or .db.xz)")
@@ -277,7 +373,9 @@ def main(argv=None):
                 ap.error(f"--meta {kv!r}: expected KEY=VALUE")
             k, v = kv.split("=", 1)
             extra[k] = v
-        merge(args.parts, args.output, extra)
+        if any(os.path.abspath(p) == os.path.abspath(args.output) for p in args.parts):
+            ap.error(f"-o {args.output}: is also an input (write elsewhere, then move it)")
+        merge(args.parts, args.output, extra, args.shapes)
     if args.stats:
         print(stats(args.stats))
     return 0
