@@ -30,13 +30,10 @@ def shared_need(dtype, k, c, bm, bn, bk, gm, nw, ns):
     eb = 4 if dtype == "FP32" else 2
     x_tile, w_tile = bm * bk * eb, bk * bn * eb
     bufs = ns - 1 if bm == 32 else ns
-    if dtype == "FP16" and c % 16 != 0:
-        pipeline = x_tile + w_tile
-    elif dtype == "FP16" and k % 16 != 0:
-        pipeline = bufs * x_tile + w_tile
-    else:
-        pipeline = bufs * (x_tile + w_tile)
-    wide = dtype == "FP32" and nw == 8 and not (bm == 256 and bn == 256 and k % 16 == 0)
+    x_bufs = bufs if dtype == "FP32" or c % 16 == 0 else 1
+    w_bufs = bufs if dtype == "FP32" or k % 16 == 0 else 1
+    pipeline = x_bufs * x_tile + w_bufs * w_tile
+    wide = dtype == "FP32" and nw == 8 and not (bm == 256 and bn == 256 and (k % 16 == 0 or k == 1))
     return max(pipeline, bm * bn * (4 if wide else 2))
 
 

@@ -11,7 +11,7 @@ Selection rule (deterministic, documented in timings/README.md):
   2. keep those with M*N*K <= --max-mnk (default 2^29), so that the slowest of the 576 configs
      stays timeable within the device budget;
   3. order them by sha256("n,c,k,h,w") (hex digest, ascending) and keep the first --count
-     (default 352); any prefix of the list is a uniform sample of step 2.
+     (default 1000); any prefix of the list is a uniform sample of step 2.
 
 Writes CSV (header n,c,k,h,w,m,mnk,sha) atomically. Runs on the CPU; needs no GPU.
 """
@@ -105,7 +105,7 @@ def main(argv=None):
                     help="folder of MIOpen perf DBs (default: $TUNECAST_DATA_DIR/miopen/perfdb, "
                          "else ../shared/data/miopen/perfdb beside the checkout)")
     ap.add_argument("--max-mnk", type=int, default=2 ** 29, help="keep shapes with M*N*K <= this (default 2^29)")
-    ap.add_argument("--count", type=int, default=352, help="how many shapes to keep (default 352)")
+    ap.add_argument("--count", type=int, default=1000, help="how many shapes to keep (default 1000)")
     ap.add_argument("-o", "--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.csv"),
                     help="output CSV (default tools/gpu_timing/shapes.csv)")
     args = ap.parse_args(argv)
