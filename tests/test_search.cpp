@@ -111,7 +111,7 @@ TEST_CASE("search: explores the beam, then coordinate descent finds the optimum 
     CHECK(run.result.trials == run.result.benchmarks);
     CHECK(run.result.stop == SearchStop::kConverged);  // a local optimum at every radius, long before 300
     CHECK(run.result.benchmarks < 300);
-    CHECK(run.result.explore_benchmarks == 10);      // auto: min(beam 10, budget / 2)
+    CHECK(run.result.explore_benchmarks == 10);      // auto: min(beam 10, 0.7 budget)
     CHECK(run.result.distinct_candidates >= 10);
     CHECK(run.result.skipped_invalid > 0);           // the rules removed neighbours before benchmarking
     // Explore first, best-first beam order; then exploit.
@@ -148,7 +148,8 @@ TEST_CASE("search: keeps to its budget; every call is in the history; explore ta
     REQUIRE(run.status.is_ok());
     CHECK(kernel.calls <= budget);
     CHECK(run.result.benchmarks == kernel.calls);
-    CHECK(run.result.explore_benchmarks == std::min(10, std::max(1, budget / 2)));
+    CHECK(run.result.explore_benchmarks == std::min(options.beam_width, std::max(1, (budget * 7 + 5) / 10)));
+    CHECK(run.result.explore_benchmarks == tunecast::default_explore(options.beam_width, budget));
     if (run.result.stop == SearchStop::kBudget) CHECK(kernel.calls == budget);
     // No config measured twice (no rechecks asked for).
     for (size_t i = 0; i < run.history.size(); ++i) {

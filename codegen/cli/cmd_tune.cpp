@@ -170,7 +170,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "                    --start (default: a timing DB's default_config, else the first\n"
         "                    config that ran, in file order); no constraints are known.\n"
         "  --beam W          the predictor's beam (default max(32, the model's search_width))\n"
-        "  --explore E       beam candidates benchmarked first (default min(W, budget / 2))\n"
+        "  --explore E       beam candidates benchmarked first (default min(W, 0.7 budget))\n"
         "  --max-radius R    widest coordinate step in value positions (default 0: the space's)\n"
         "  --max-moved M     parameters one step changes at once (default 2)\n"
         "  --recheck RUNS    MIOpen's rule: a config within --recheck-ratio (default 1.10) of the\n"

@@ -527,7 +527,7 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
   }
   if (options.explore < -1 || options.explore == 0 || options.explore > options.beam_width) {
     return Status::error(StatusCode::kInvalidArgument,
-                         "search explore %d is outside 1..%d (the beam width), or -1 for min(beam width, budget / 2)",
+                         "search explore %d is outside 1..%d (the beam width), or -1 for min(beam width, 0.7 budget)",
                          options.explore, options.beam_width);
   }
   const size_t needed = search_scratch_bytes(model, options);
@@ -589,7 +589,7 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
     }
     result->distinct_candidates += !repeated;
   }
-  const int explore = options.explore > 0 ? options.explore : std::min(beam, std::max(1, options.budget / 2));
+  const int explore = options.explore > 0 ? options.explore : default_explore(beam, options.budget);
   uint16_t first[kMaxParameters] = {};
   bool have_first = false;
   int explored = 0;

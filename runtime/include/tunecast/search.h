@@ -83,7 +83,7 @@ struct SearchOptions {
   // The predictor's beam (1..kMaxBeamWidth): its first `explore` distinct candidates are
   // benchmarked before the descent, the rest restart it once it converges with budget left.
   int beam_width = 32;
-  int explore = -1;             // candidates benchmarked before exploiting; -1: min(beam_width, max(1, budget / 2))
+  int explore = -1;             // candidates benchmarked before exploiting; -1: default_explore(beam_width, budget)
 
   // Exploit: coordinate descent over each parameter's sorted values. A neighbour at radius r moves
   // 1..max_moved parameters by exactly r positions each (every sign combination); single moves
@@ -135,6 +135,13 @@ struct SearchResult {
   uint32_t out_of_range_fields = 0;
   int not_applicable = -1;
 };
+
+// The explore phase's default length: 0.7 of the budget (rounded, at least 1), at most the beam.
+// Chosen on the val split of the H100 timing DB (docs/search.md, "How the defaults were chosen").
+inline int default_explore(int beam_width, int budget) {
+  const long long share = (static_cast<long long>(budget) * 7 + 5) / 10;
+  return static_cast<int>(share < 1 ? 1 : share < beam_width ? share : beam_width);
+}
 
 // Bytes of scratch a search from `model` with `options` needs (predict's scratch for the beam, the
 // candidates, the value lists and the visited-config table, sized from options.budget).
