@@ -71,8 +71,8 @@ DEFAULT_SHAPES = os.path.join(HERE, "shapes.csv")
 def shape_rule(n_shapes):
     return ("shapes.py: distinct (n, c, k, h, w) of forward 2-D 1x1 convolutions with stride 1, pad 0, "
             "dilation 1, group 1 (any layout and data type) in ../shared/data/miopen/perfdb/*.db; kept those "
-            "with M*N*K <= 2^29 (M = n*h*w, N = k, K = c); ordered by sha256('n,c,k,h,w'); first "
-            f"{n_shapes} (tools/gpu_timing/shapes.csv)")
+            "with M*N*K <= 2^29 (M = n*h*w, N = k, K = c); ordered by sha256('n,c,k,h,w'); the first "
+            f"{n_shapes} in tools/gpu_timing/shapes.csv (which of their pairs were timed: meta timed_pairs)")
 
 
 def compact_rel_err(rel):
@@ -170,7 +170,7 @@ class Source:
         return sorted(out)
 
 
-def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES):
+def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=None):
     space = config_space()
     texts = [params_text(c) for c in space]
     tmpdir = tempfile.mkdtemp(prefix="merge_gemm1x1_")
@@ -191,6 +191,8 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES):
         pairs = {}
         for ci, src in enumerate(sources):
             for idx, dtype, shape in src.pairs():
+                if shape_range and not shape_range[0] <= idx < shape_range[1]:
+                    continue
                 key = (idx, dtype)
                 if key in pairs:
                     print(f"merge.py: warning: pair {idx}:{dtype} in two inputs; keeping the first", file=sys.stderr)
@@ -355,6 +357,7 @@ def main(argv=None):
     ap.add_argument("parts", nargs="*", help="part files of triton_gemm1x1.py (.db or .db.gz), or merged files "
                     "(.db or .db.xz) to extend")
     ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="the shapes CSV the parts index (default shapes.csv)")
+    ap.add_argument("--shapes-range", metavar="A:B", help="keep only the problems of shapes A..B-1 (a subset)")
     ap.add_argument("-o", "--output", help="merged file (.db, or .db.xz to compress)")
     ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE added to the meta table (repeatable)")
     ap.add_argument("--stats", metavar="DB", help="print summary statistics of a merged file (.db or .db.xz)")
@@ -375,7 +378,15 @@ def main(argv=None):
             extra[k] = v
         if any(os.path.abspath(p) == os.path.abspath(args.output) for p in args.parts):
             ap.error(f"-o {args.output}: is also an input (write elsewhere, then move it)")
-        merge(args.parts, args.output, extra, args.shapes)
+        shape_range = None
+        if args.shapes_range:
+            try:
+                shape_range = tuple(int(v) for v in args.shapes_range.split(":"))
+                if len(shape_range) != 2 or not 0 <= shape_range[0] < shape_range[1]:
+                    raise ValueError
+            except ValueError:
+                ap.error(f"--shapes-range {args.shapes_range!r}: expected A:B with 0 <= A < B")
+        merge(args.parts, args.output, extra, args.shapes, shape_range)
     if args.stats:
         print(stats(args.stats))
     return 0

@@ -11,9 +11,15 @@ Selection rule (deterministic, documented in timings/README.md):
   2. keep those with M*N*K <= --max-mnk (default 2^29), so that the slowest of the 576 configs
      stays timeable within the device budget;
   3. order them by sha256("n,c,k,h,w") (hex digest, ascending) and keep the first --count
-     (default 1000); any prefix of the list is a uniform sample of step 2.
+     (default: all); any prefix of the list is a uniform sample of step 2.
 
 Writes CSV (header n,c,k,h,w,m,mnk,sha) atomically. Runs on the CPU; needs no GPU.
+
+With --test-only-from N --skip-file FILE it also writes, for triton_gemm1x1.py --skip-done, the
+`index:DTYPE` pairs of shapes N and after that are NOT in the trainer's test split (seed 0,
+tools/tunecast_train/data.py, over the problem descriptor the timings file gives the pair): a run
+with it times those shapes for the held-out problems only, growing the test split without
+touching what a model trains on.
 """
 import argparse
 import glob
@@ -77,6 +83,42 @@ def write_csv_atomic(path, shapes):
         raise
 
 
+def problem_row(shape, dtype):
+    """The config row merge.py writes for a pair (MIOpen's columns; what the trainer's split reads)."""
+    n, c, k, h, w = shape
+    return {"layout": "NHWC", "data_type": dtype, "direction": "F", "spatial_dim": 2, "in_channels": c,
+            "in_h": h, "in_w": w, "in_d": 1, "fil_h": 1, "fil_w": 1, "fil_d": 1, "out_channels": k,
+            "batchsize": n, "pad_h": 0, "pad_w": 0, "pad_d": 0, "conv_stride_h": 1, "conv_stride_w": 1,
+            "conv_stride_d": 0, "dilation_h": 1, "dilation_w": 1, "dilation_d": 0, "bias": 0, "group_count": 1}
+
+
+def outside_test_split(shapes, first):
+    """(the 'index:DTYPE' pairs of shapes[first:] outside the trainer's test split, how many are in it)."""
+    sys.path.insert(0, os.path.join(REPO, "tools"))
+    from tunecast_train.data import descriptor_text, split_of
+    skip, timed = [], 0
+    for idx in range(first, len(shapes)):
+        for dtype in ("FP16", "FP32"):
+            if split_of(descriptor_text(problem_row(shapes[idx], dtype))) == "test":
+                timed += 1
+            else:
+                skip.append(f"{idx}:{dtype}")
+    return skip, timed
+
+
+def write_lines_atomic(path, lines):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".skip.", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def read_shapes(path):
     """The harness's reader: list of (n, c, k, h, w) in file order."""
     out = []
@@ -105,19 +147,29 @@ def main(argv=None):
                     help="folder of MIOpen perf DBs (default: $TUNECAST_DATA_DIR/miopen/perfdb, "
                          "else ../shared/data/miopen/perfdb beside the checkout)")
     ap.add_argument("--max-mnk", type=int, default=2 ** 29, help="keep shapes with M*N*K <= this (default 2^29)")
-    ap.add_argument("--count", type=int, default=1000, help="how many shapes to keep (default 1000)")
+    ap.add_argument("--count", type=int, default=0, help="how many shapes to keep (default 0: all)")
+    ap.add_argument("--test-only-from", type=int, metavar="N",
+                    help="with --skip-file: the pairs of shapes N.. outside the test split go to the skip file")
+    ap.add_argument("--skip-file", help="where --test-only-from writes its index:DTYPE lines")
     ap.add_argument("-o", "--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.csv"),
                     help="output CSV (default tools/gpu_timing/shapes.csv)")
     args = ap.parse_args(argv)
-    if args.count < 1 or args.max_mnk < 1:
-        ap.error("--count and --max-mnk must be positive")
+    if args.count < 0 or args.max_mnk < 1:
+        ap.error("--count must be >= 0 and --max-mnk positive")
+    if (args.test_only_from is None) != (args.skip_file is None):
+        ap.error("--test-only-from and --skip-file go together")
     paths, found = candidates(args.perfdb_dir)
-    eligible, kept = select(found, args.max_mnk, args.count)
+    eligible, kept = select(found, args.max_mnk, args.count or None)
     write_csv_atomic(args.output, kept)
     print(f"shapes.py: {len(found)} distinct candidate shapes in {len(paths)} perf DBs; "
           f"{len(eligible)} with M*N*K <= {args.max_mnk}; kept {len(kept)} -> {args.output}", file=sys.stderr)
-    if len(kept) < args.count:
+    if args.count and len(kept) < args.count:
         print(f"shapes.py: warning: only {len(kept)} shapes kept, {args.count} asked for", file=sys.stderr)
+    if args.skip_file:
+        skip, timed = outside_test_split(kept, args.test_only_from)
+        write_lines_atomic(args.skip_file, skip)
+        print(f"shapes.py: shapes {args.test_only_from}-{len(kept) - 1}: {timed} pairs in the test split to time, "
+              f"{len(skip)} others -> {args.skip_file}", file=sys.stderr)
     return 0
 
 

@@ -311,6 +311,13 @@ class CompilePool:
             return False
         return all(f.done() and f.exception() is None for f in self.futures[key])
 
+    def settled(self, key):
+        """Every compile task of key has finished, well or not (get() then returns at once, apart
+        from failed tasks, which it compiles again in this process)."""
+        if key in self.results or self.executor is None or key not in self.futures:
+            return True
+        return all(f.done() for f in self.futures[key])
+
     def get(self, key):
         """Blocks until every config of key is compiled; returns {cfg: info}."""
         if key in self.results:
@@ -756,6 +763,21 @@ def run_exhaustive(args):
                 pick = j
                 break
         if pick is None:
+            # Every remaining pair waits on a compile. Wait here, under the time guard, rather than
+            # blocking in pool.get past --max-seconds (and past the caller's own limit, which
+            # would lose what was timed since the last flush).
+            db.flush()
+            n, c, k, h, w = shapes[remaining[0][0]]
+            first_key = Problem(n, c, k, h, w, remaining[0][1]).key()
+            while not pool.settled(first_key):
+                elapsed = time.time() - _T0
+                if elapsed + max(args.min_reserve, 1.5 * max_pair) > args.max_seconds:
+                    break
+                time.sleep(0.5)
+            if not pool.settled(first_key):
+                stopped = (f"time guard while compiling {first_key}: {time.time() - _T0:.0f} s elapsed, "
+                           f"limit {args.max_seconds} s")
+                break
             pick = 0
         idx, d = remaining.pop(pick)
         shape = shapes[idx]
