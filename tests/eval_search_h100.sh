@@ -18,7 +18,7 @@ fi
   --budgets 1,2,5,10,20,50,100 --json > "$work/eval_search.json"
 # Exhaustive search with the whole space as budget benchmarks every config the rules accept: none
 # may have failed on the GPU, and as many must have run as the data records.
-"$tunecast" eval-search "$model" --timings "$db" --split all --budgets 576 --random-runs 1 --json \
+"$tunecast" eval-search "$model" --timings "$db" --split all --budgets 576 --strategies exhaustive --json \
   > "$work/eval_search_all.json" 2>/dev/null
 ran=$(/usr/bin/python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute(
   \"SELECT CAST(COUNT(*) AS REAL) / COUNT(DISTINCT config) FROM timings WHERE status = 'ok'\").fetchone()[0])" "$db")

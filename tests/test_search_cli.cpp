@@ -342,6 +342,23 @@ TEST_CASE("CLI eval-search: every strategy at every budget on the synthetic timi
   CHECK(j["strategies"]["predictor_search"]["3000"]["geomean_speed"].get<double>() > 0.95);
   CHECK(j["strategies"]["predictor_search"]["10"].contains("overhead_us_per_benchmark"));
 
+  // A subset of the strategies: the same figures for those (overhead is a wall time), nothing for
+  // the others.
+  const json some = parse_json(run_cli(dir, "eval-search " + model + " --timings " + db +
+                                                " --split test --budgets 1,2,5,10,20,50,100,3000 --json --random-runs 4"
+                                                " --strategies exhaustive,predictor_search"));
+  CHECK(some["strategies"].size() == 2);
+  for (const std::string name : {"exhaustive", "predictor_search"}) {
+    CAPTURE(name);
+    for (const char* b : {"1", "2", "5", "10", "20", "50", "100", "3000"}) {
+      CAPTURE(b);
+      json ours = some["strategies"][name][b], all = j["strategies"][name][b];
+      ours.erase("overhead_us_per_benchmark");
+      all.erase("overhead_us_per_benchmark");
+      CHECK(ours == all);
+    }
+  }
+
   // The table, and the plot when matplotlib is there.
   const CliResult table = run_cli(dir, "eval-search " + model + " --timings " + db + " --budgets 1,10 --random-runs 2");
   CHECK_MESSAGE(table.exit_code == 0, table.err);
@@ -361,6 +378,8 @@ TEST_CASE("CLI eval-search: every strategy at every budget on the synthetic timi
               "default_search: the start config's value 3 (parameter 0) is not among its values");
   check_error(run_cli(dir, "eval-search " + model + " --timings " + dir.file("absent.db")), "absent.db");
   check_error(run_cli(dir, "eval-search " + model + " --timings " + db + " --plot x.txt"), "must end with .png");
+  check_error(run_cli(dir, "eval-search " + model + " --timings " + db + " --strategies random,greedy"),
+              "--strategies: unknown strategy 'greedy'");
 }
 
 // Writes the fixtures to $TUNECAST_SEARCH_FIXTURES (a folder) for trying the commands by hand

@@ -62,7 +62,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   Status status = args.parse(argv,
                              {"timings", "split", "split-seed", "budgets", "plot", "solver", "limit", "seed",
                               "random-runs", "default", "search-width", "beam", "explore", "max-radius", "max-moved",
-                              "recheck", "arch", "precision"},
+                              "recheck", "arch", "precision", "strategies"},
                              {"json"});
   if (args.has("help")) {
     std::printf(
@@ -71,7 +71,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "                            [--solver NAME] [--limit N] [--seed S] [--random-runs R]\n"
         "                            [--default V1,V2,...] [--search-width W] [--beam W] [--explore E]\n"
         "                            [--max-radius R] [--max-moved M] [--recheck RUNS] [--arch A]\n"
-        "                            [--precision FP32|FP16|BF16|INT8]\n\n"
+        "                            [--precision FP32|FP16|BF16|INT8] [--strategies S1,S2,...]\n\n"
         "Replays tuning strategies on the problems of a timing DB (recorded exhaustive measurements,\n"
         "docs/search.md) and reports, at each budget B of benchmarks, the geometric mean and the 10th\n"
         "percentile over problems of the speed found (recorded optimum / time of the best config\n"
@@ -97,6 +97,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  --seed S      random and exhaustive orders (default 0)\n"
         "  --precision P only the problems of that data type\n"
         "  --limit N     the first N problems only\n"
+        "  --strategies  only these strategies, comma-separated (default: all)\n"
         "  --plot F      also writes F.json and draws speed against budget with /usr/bin/python3\n"
         "                tools/plot_eval_search.py (needs python3-matplotlib)\n"
         "--json prints {\"n\", \"budgets\", \"strategies\": {NAME: {\"B\": {\"geomean_speed\", \"p10_speed\",\n"
@@ -174,6 +175,19 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
                            options.search.explore, options.search.beam_width);
   }
   if (!status) return usage_error("eval-search", status.message());
+  if (args.has("strategies")) {
+    std::string list = args.get("strategies") + ",";
+    for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
+      const std::string name = list.substr(start, comma - start);
+      const std::vector<std::string>& known = codegen::search_strategy_names();
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string all;
+        for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
+        return usage_error("eval-search", "--strategies: unknown strategy '" + name + "' (" + all + ")");
+      }
+      options.strategies.push_back(name);
+    }
+  }
   int split_seed = 0;
   if (const char* text = model.metadata("split_seed")) {
     char* end = nullptr;

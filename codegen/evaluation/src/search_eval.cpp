@@ -86,6 +86,10 @@ double StrategyCell::overhead_us_per_benchmark() const {
 SearchEvaluation::SearchEvaluation(SearchEvalOptions options) : options_(std::move(options)) {
   for (const std::string& name : search_strategy_names()) {
     if (name == kDefaultSearch && options_.default_config.empty()) continue;
+    if (!options_.strategies.empty() &&
+        std::find(options_.strategies.begin(), options_.strategies.end(), name) == options_.strategies.end()) {
+      continue;
+    }
     const size_t runs = name == kRandom ? static_cast<size_t>(std::max(1, options_.random_runs)) : 1;
     cells_[name].resize(options_.budgets.size());
     for (StrategyCell& cell : cells_[name]) cell.speeds.resize(runs);
@@ -161,7 +165,7 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
   }
   const uint64_t problem_seed = options_.seed * 0x100000001b3ull + index * 0x9e3779b97f4a7c15ull;
   const std::vector<size_t> exhaustive_order = permutation(valid_configs.size(), problem_seed ^ 0xe4a05717e4a05717ull);
-  const size_t random_runs = cells_.at(kRandom)[0].speeds.size();
+  const size_t random_runs = cells_.count(kRandom) ? cells_.at(kRandom)[0].speeds.size() : 0;
   std::vector<std::vector<size_t>> random_orders;
   for (size_t r = 0; r < random_runs; ++r) random_orders.push_back(permutation(valid_configs.size(), problem_seed + r + 1));
 
@@ -175,12 +179,12 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
     space.value_counts[p] = static_cast<int>(space_values[p].size());
   }
 
-  TUNECAST_RETURN_IF_ERROR(predicted(options_.search_width));
+  if (cells_.count(kPredictorTop1)) TUNECAST_RETURN_IF_ERROR(predicted(options_.search_width));
   for (size_t b = 0; b < options_.budgets.size(); ++b) {
     const int budget = options_.budgets[b];
 
     // Predictor top-1: no benchmark; the recorded time of the first candidate.
-    {
+    if (cells_.count(kPredictorTop1)) {
       const std::vector<Config>& list = candidates[width_of(options_.search_width)];
       Outcome o;
       if (!list.empty()) {
@@ -196,7 +200,7 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
     }
 
     // Predictor top-B: the first B distinct candidates of a beam of max(B, search width).
-    {
+    if (cells_.count(kPredictorTopB)) {
       TUNECAST_RETURN_IF_ERROR(predicted(width_of(budget)));
       const std::vector<Config>& list = candidates[width_of(budget)];
       std::vector<size_t> order(list.size());
@@ -247,7 +251,9 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
     for (size_t r = 0; r < random_runs; ++r) {
       record(kRandom, b, r, measure_list(valid_configs, random_orders[r], static_cast<size_t>(budget)));
     }
-    record(kExhaustive, b, 0, measure_list(valid_configs, exhaustive_order, static_cast<size_t>(budget)));
+    if (cells_.count(kExhaustive)) {
+      record(kExhaustive, b, 0, measure_list(valid_configs, exhaustive_order, static_cast<size_t>(budget)));
+    }
   }
   ++problems_;
   return Status::ok();

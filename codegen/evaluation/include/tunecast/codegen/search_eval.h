@@ -31,6 +31,7 @@ struct SearchEvalOptions {
   std::vector<int64_t> default_config;  // the kernel's default, model order; empty: no default + coordinate descent
   int random_runs = 10;                 // random search: runs averaged
   uint64_t seed = 0;                    // random search and exhaustive search's orders
+  std::vector<std::string> strategies;  // only these (names of search_strategy_names()); empty: all
 };
 
 // The strategies, in report order.
