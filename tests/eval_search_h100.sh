@@ -6,13 +6,16 @@
 # at a budget; and when the model's rules (weights/rules/TritonGemm1x1.tcr, through the runtime's
 # constraint VM) do not accept exactly the configs that ran, on every recorded problem.
 # (The figures: weights/README.md, TritonGemm1x1.)
-#   tests/eval_search_h100.sh TUNECAST MODEL.tcm TIMINGS.db.xz WORKDIR
+#   tests/eval_search_h100.sh TUNECAST MODEL.tcm TIMINGS_DIR WORKDIR
+# TIMINGS_DIR: the shipped timings, parts of at most a few MB (timings/README.md), merged here.
 set -euo pipefail
 tunecast=$1 model=$2 timings=$3 work=$4
 mkdir -p "$work"
 db="$work/TritonGemm1x1_h100.db"
-if [ ! -f "$db" ] || [ "$timings" -nt "$db" ]; then
-  xz -dc "$timings" > "$db.partial" && mv "$db.partial" "$db"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -f "$db" ] || [ -n "$(find "$timings" -name '*.db.xz' -newer "$db")" ]; then
+  rm -f "$db"
+  /usr/bin/python3 "$repo/tools/gpu_timing/merge.py" "$timings"/*.db.xz -o "$db"
 fi
 "$tunecast" eval-search "$model" --timings "$db" --split test --default 128,128,32,8,4,4 \
   --budgets 1,2,5,10,20,50,100 --json > "$work/eval_search.json"

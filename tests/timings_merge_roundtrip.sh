@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# tools/gpu_timing/merge.py reads a merged timings file back (how a new device run extends the
-# shipped one): a subset of the shipped file (--shapes-range) must hold exactly the shipped rows of
-# those problems, and merging that subset again must change nothing (ctest timings_merge_roundtrip;
-# needs no GPU and no data).
+# tools/gpu_timing/merge.py reads merged timings files back (how the shipped parts are put
+# together, and how a new device run extends them): a subset of a shipped part (--shapes-range)
+# must hold exactly the shipped rows of those problems, and merging that subset again must change
+# nothing (ctest timings_merge_roundtrip; needs no GPU and no data).
 #   tests/timings_merge_roundtrip.sh REPO WORKDIR
 set -euo pipefail
 repo=$1 work=$2
 mkdir -p "$work"
 rm -f "$work/subset.db" "$work/again.db"
-xz -dc "$repo/timings/TritonGemm1x1_h100.db.xz" > "$work/shipped.db"
+xz -dc "$repo/timings/TritonGemm1x1_h100/shapes_0000-0499.db.xz" > "$work/shipped.db"
 merge="$repo/tools/gpu_timing/merge.py"
 /usr/bin/python3 "$merge" "$work/shipped.db" --shapes-range 0:40 -o "$work/subset.db"
 /usr/bin/python3 "$merge" "$work/subset.db" -o "$work/again.db"

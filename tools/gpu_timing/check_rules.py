@@ -49,8 +49,8 @@ CLASS_VALUE = {"1": 1, "16": 16, "x": 24}  # a representative N or K of each spe
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("db", nargs="?", default=os.path.join(HERE, "..", "..", "timings", "TritonGemm1x1_h100.db.xz"),
-                    help="merged timings (.db or .db.xz; default timings/TritonGemm1x1_h100.db.xz)")
+    ap.add_argument("db", help="merged timings (.db or .db.xz), e.g. the shipped parts merged into one: "
+                    "merge.py timings/TritonGemm1x1_h100/*.db.xz -o out/timing/h100_132.db")
     args = ap.parse_args(argv)
     if not os.path.exists(args.db):
         ap.error(f"{args.db}: no such file")

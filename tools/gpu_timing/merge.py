@@ -39,7 +39,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from shapes import read_shapes  # noqa: E402
+from shapes import problem_row, read_shapes  # noqa: E402
 from triton_gemm1x1 import DTYPES, PARAMS, SOLVER, STATUSES, config_space, params_text  # noqa: E402
 
 CONFIG_DDL = """
@@ -216,23 +216,26 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=N
         n_rows = 0
         for config_id, (idx, dtype) in enumerate(order, 1):
             ci, (n, c, k, h, w) = pairs[(idx, dtype)]
-            out.execute("INSERT INTO config VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (config_id, "NHWC", dtype, "F", 2, c, h, w, 1, 1, 1, 1, k, n, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0, 1))
+            row = problem_row((n, c, k, h, w), dtype)
+            out.execute(f"INSERT INTO config (id, {', '.join(row)}) VALUES (?{', ?' * len(row)})",
+                        (config_id, *row.values()))
             rows = sources[ci].rows(idx, dtype)
             if [r[0] for r in rows] != list(range(len(space))):
                 raise SystemExit(f"merge.py: pair {idx}:{dtype} has {len(rows)} results, expected {len(space)}")
             best = None
+            times, details = [], []
             for cfg, st, t, rel, spread, b, r in rows:
                 if st not in STATUSES:
                     raise SystemExit(f"merge.py: unknown status {st!r}")
                 if st != "ok":
                     t = None
-                out.execute("INSERT INTO timings VALUES (?,?,?,?)", (config_id, texts[cfg], t, st))
-                out.execute("INSERT INTO timing_detail VALUES (?,?,?,?,?,?)",
-                            (config_id, texts[cfg], rel, spread, b, r))
+                times.append((config_id, texts[cfg], t, st))
+                details.append((config_id, texts[cfg], rel, spread, b, r))
                 if t is not None and (best is None or t < best[0]):
                     best = (t, texts[cfg])
-                n_rows += 1
+            out.executemany("INSERT INTO timings VALUES (?,?,?,?)", times)
+            out.executemany("INSERT INTO timing_detail VALUES (?,?,?,?,?,?)", details)
+            n_rows += len(rows)
             if best is not None:
                 out.execute("INSERT INTO perf_db (solver, config, params) VALUES (?,?,?)",
                             (SOLVER, config_id, best[1]))
