@@ -40,7 +40,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from shapes import problem_row, read_shapes  # noqa: E402
-from triton_gemm1x1 import DTYPES, PARAMS, SOLVER, STATUSES, config_space, params_text  # noqa: E402
+from triton_gemm1x1 import DTYPES, PARAMS, SHORT_BATCH, SOLVER, STATUSES, config_space, params_text  # noqa: E402
+
+OFFSET_KEY = "short_launch_offset_us"
 
 CONFIG_DDL = """
 CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT NOT NULL,
@@ -170,7 +172,23 @@ class Source:
         return sorted(out)
 
 
-def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=None):
+def short_offset_of(sources, asked):
+    """The microseconds taken off every short measurement (a graph of SHORT_BATCH launches) of the
+    part files: --short-offset-us, else the offset the merged inputs already carry, else 0. Merged
+    inputs keep their rows as they are, so all of them must carry the offset used for the parts."""
+    carried = {}
+    for src in sources:
+        if src.kind == "merged":
+            carried[src.name] = float(dict(src.meta()).get(OFFSET_KEY, "0"))
+    offset = asked if asked is not None else next(iter(carried.values()), 0.0)
+    wrong = {name: v for name, v in carried.items() if v != offset}
+    if wrong:
+        raise SystemExit(f"merge.py: merged inputs carry another short-measurement offset than {offset:g} us: "
+                         + ", ".join(f"{n} ({v:g} us)" for n, v in sorted(wrong.items())))
+    return offset
+
+
+def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=None, short_offset_us=None):
     space = config_space()
     texts = [params_text(c) for c in space]
     tmpdir = tempfile.mkdtemp(prefix="merge_gemm1x1_")
@@ -178,6 +196,7 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=N
         shapes = read_shapes(shapes_path)
         shape_index = {s: i for i, s in enumerate(shapes)}
         sources = [Source(p, tmpdir, shape_index) for p in parts]
+        offset = short_offset_of(sources, short_offset_us)
         meta = {}
         left = set()
         for src in sources:
@@ -229,6 +248,8 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=N
                     raise SystemExit(f"merge.py: unknown status {st!r}")
                 if st != "ok":
                     t = None
+                elif offset and b == SHORT_BATCH and sources[ci].kind == "part":
+                    t = round(t - offset, 3)
                 times.append((config_id, texts[cfg], t, st))
                 details.append((config_id, texts[cfg], rel, spread, b, r))
                 if t is not None and (best is None or t < best[0]):
@@ -254,6 +275,8 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=N
             "timings_rows": str(n_rows),
             "merged_from": " ".join(os.path.basename(p) for p in parts),
         })
+        if offset:
+            meta[OFFSET_KEY] = f"{offset:g}"
         meta.update(extra_meta)
         out.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(meta.items()))
         out.commit()
@@ -339,8 +362,10 @@ def stats(path):
                      f"{len(spreads)} measurements.")
         full = con.execute("SELECT COUNT(*) FROM timing_detail WHERE launches = 10").fetchone()[0]
         short = con.execute("SELECT COUNT(*) FROM timing_detail WHERE launches = 2").fetchone()[0]
+        offset = dict(con.execute("SELECT key, value FROM meta")).get(OFFSET_KEY)
         lines.append(f"Measurements: {full} full (graph of 10 launches, 5 replays), {short} short (graph of 2, "
-                     f"3 replays; checking launch > 2x the pair's fastest).")
+                     f"3 replays; meta timing says which configs)"
+                     + (f", each short time less {offset} us (meta {OFFSET_KEY})." if offset else "."))
         bests = {}
         for (params,) in con.execute("SELECT params FROM perf_db"):
             bests[params] = bests.get(params, 0) + 1
@@ -363,6 +388,10 @@ def main(argv=None):
     ap.add_argument("--shapes-range", metavar="A:B", help="keep only the problems of shapes A..B-1 (a subset)")
     ap.add_argument("-o", "--output", help="merged file (.db, or .db.xz to compress)")
     ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE added to the meta table (repeatable)")
+    ap.add_argument("--short-offset-us", type=float, metavar="US",
+                    help="take US microseconds off every short measurement (a graph of %d launches) of the part "
+                         "files, so that it compares with the full one (timings/README.md, 'Two measurements'); "
+                         "recorded in meta %s (default: what the merged inputs carry, else 0)" % (SHORT_BATCH, OFFSET_KEY))
     ap.add_argument("--stats", metavar="DB", help="print summary statistics of a merged file (.db or .db.xz)")
     args = ap.parse_args(argv)
     if not args.parts and not args.stats:
@@ -389,7 +418,9 @@ def main(argv=None):
                     raise ValueError
             except ValueError:
                 ap.error(f"--shapes-range {args.shapes_range!r}: expected A:B with 0 <= A < B")
-        merge(args.parts, args.output, extra, args.shapes, shape_range)
+        if args.short_offset_us is not None and not 0 <= args.short_offset_us < 100:
+            ap.error("--short-offset-us must be in [0, 100)")
+        merge(args.parts, args.output, extra, args.shapes, shape_range, args.short_offset_us)
     if args.stats:
         print(stats(args.stats))
     return 0

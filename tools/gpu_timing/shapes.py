@@ -15,11 +15,12 @@ Selection rule (deterministic, documented in timings/README.md):
 
 Writes CSV (header n,c,k,h,w,m,mnk,sha) atomically. Runs on the CPU; needs no GPU.
 
-With --test-only-from N --skip-file FILE it also writes, for triton_gemm1x1.py --skip-done, the
-`index:DTYPE` pairs of shapes N and after that are NOT in the trainer's test split (seed 0,
-tools/tunecast_train/data.py, over the problem descriptor the timings file gives the pair): a run
-with it times those shapes for the held-out problems only, growing the test split without
-touching what a model trains on.
+With --held-out-from N --skip-file FILE it also writes, for triton_gemm1x1.py --skip-done, the
+`index:DTYPE` pairs of shapes N on that are NOT in the trainer's --split (test, val
+or train; seed 0, tools/tunecast_train/data.py, over the problem descriptor the timings file gives the
+pair): a run with it times only that split's pairs of those shapes. With val or test it grows a
+held-out split without touching what a model trains on; with --held-out-from 0, any split's pairs
+can be measured again. (--test-only-from is the older name of --held-out-from.)
 """
 import argparse
 import glob
@@ -92,14 +93,14 @@ def problem_row(shape, dtype):
             "conv_stride_d": 0, "dilation_h": 1, "dilation_w": 1, "dilation_d": 0, "bias": 0, "group_count": 1}
 
 
-def outside_test_split(shapes, first):
-    """(the 'index:DTYPE' pairs of shapes[first:] outside the trainer's test split, how many are in it)."""
+def outside_split(shapes, first, split="test"):
+    """(the 'index:DTYPE' pairs of shapes[first:] outside the trainer's `split`, how many are in it)."""
     sys.path.insert(0, os.path.join(REPO, "tools"))
     from tunecast_train.data import descriptor_text, split_of
     skip, timed = [], 0
     for idx in range(first, len(shapes)):
         for dtype in ("FP16", "FP32"):
-            if split_of(descriptor_text(problem_row(shapes[idx], dtype))) == "test":
+            if split_of(descriptor_text(problem_row(shapes[idx], dtype))) == split:
                 timed += 1
             else:
                 skip.append(f"{idx}:{dtype}")
@@ -148,16 +149,19 @@ def main(argv=None):
                          "else ../shared/data/miopen/perfdb beside the checkout)")
     ap.add_argument("--max-mnk", type=int, default=2 ** 29, help="keep shapes with M*N*K <= this (default 2^29)")
     ap.add_argument("--count", type=int, default=0, help="how many shapes to keep (default 0: all)")
-    ap.add_argument("--test-only-from", type=int, metavar="N",
-                    help="with --skip-file: the pairs of shapes N.. outside the test split go to the skip file")
-    ap.add_argument("--skip-file", help="where --test-only-from writes its index:DTYPE lines")
+    ap.add_argument("--held-out-from", "--test-only-from", dest="held_out_from", type=int, metavar="N",
+                    help="with --skip-file: the pairs of shapes N.. outside --split go to the skip file")
+    ap.add_argument("--split", choices=("test", "val", "train"), default="test",
+                    help="with --held-out-from: the split to time (default test; val grows the split that "
+                         "choices are made on; with --held-out-from 0, any split's pairs can be timed again)")
+    ap.add_argument("--skip-file", help="where --held-out-from writes its index:DTYPE lines")
     ap.add_argument("-o", "--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.csv"),
                     help="output CSV (default tools/gpu_timing/shapes.csv)")
     args = ap.parse_args(argv)
     if args.count < 0 or args.max_mnk < 1:
         ap.error("--count must be >= 0 and --max-mnk positive")
-    if (args.test_only_from is None) != (args.skip_file is None):
-        ap.error("--test-only-from and --skip-file go together")
+    if (args.held_out_from is None) != (args.skip_file is None):
+        ap.error("--held-out-from and --skip-file go together")
     paths, found = candidates(args.perfdb_dir)
     eligible, kept = select(found, args.max_mnk, args.count or None)
     write_csv_atomic(args.output, kept)
@@ -166,9 +170,9 @@ def main(argv=None):
     if args.count and len(kept) < args.count:
         print(f"shapes.py: warning: only {len(kept)} shapes kept, {args.count} asked for", file=sys.stderr)
     if args.skip_file:
-        skip, timed = outside_test_split(kept, args.test_only_from)
+        skip, timed = outside_split(kept, args.held_out_from, args.split)
         write_lines_atomic(args.skip_file, skip)
-        print(f"shapes.py: shapes {args.test_only_from}-{len(kept) - 1}: {timed} pairs in the test split to time, "
+        print(f"shapes.py: shapes {args.held_out_from}-{len(kept) - 1}: {timed} pairs in the {args.split} split to time, "
               f"{len(skip)} others -> {args.skip_file}", file=sys.stderr)
     return 0
 
