@@ -3,8 +3,9 @@
 # strategy of `tunecast eval-search` on the held-out test problems, per precision. Fails when a
 # constrained strategy proposes an invalid config, when the search misses one of issue 25's goals
 # (budget 1 >= 0.90 of the optimum; budget 10 >= 0.98 and p10 >= 0.95; budget 20 >= 0.99), or when
-# it falls behind random search or Droplet from the default at a budget; and when the model's rules (weights/rules/TritonGemm1x1.tcr, through the runtime's
-# constraint VM) do not accept exactly the configs that ran, on every recorded problem.
+# it falls behind random search or Droplet from the default at a budget; and when the model's rules
+# (weights/rules/TritonGemm1x1.tcr, through the runtime's constraint VM) do not accept exactly the
+# configs that ran, on every recorded problem.
 # (The figures: weights/README.md, TritonGemm1x1.)
 #   tests/eval_search_h100.sh TUNECAST MODEL.tcm TIMINGS_DIR WORKDIR
 # TIMINGS_DIR: the shipped timings, parts of at most a few MB (timings/README.md), merged here.
