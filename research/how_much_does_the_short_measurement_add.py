@@ -22,6 +22,9 @@ import sqlite3
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "gpu_timing"))
+from triton_gemm1x1 import BATCH, SHORT_BATCH  # noqa: E402  (torch and triton load lazily: none needed here)
+
 
 def rows(path):
     """{(dtype, n, c, k, h, w, params): (time_us as measured, launches)} of the rows that ran."""
@@ -34,7 +37,7 @@ def rows(path):
     out = {}
     for c, p, t in con.execute("SELECT config, params, time_us FROM timings WHERE status = 'ok'"):
         b = launches[(c, p)]
-        out[problem[c] + (p,)] = (t + offset if b == 2 else t, b)
+        out[problem[c] + (p,)] = (t + offset if b == SHORT_BATCH else t, b)
     return out
 
 
@@ -58,7 +61,7 @@ def main():
     print("|---|---|---|---|---|")
     short_minus_full = []
     for (b1, b2), v in sorted(pairs.items()):
-        full = [t1 if b1 == 10 and b2 != 10 else t2 for t1, t2 in v]
+        full = [t1 if b1 == BATCH and b2 != BATCH else t2 for t1, t2 in v]
         diff = [t1 - t2 for t1, t2 in v]
         bins = []
         for lo, hi in ((0, 5), (5, 10), (10, 50), (50, float("inf"))):
@@ -67,7 +70,7 @@ def main():
         print(f"| {b1}, {b2} | {len(v)} | {statistics.median(diff):+.2f} | "
               f"{statistics.median(t1 / t2 for t1, t2 in v):.3f} | {', '.join(bins)} |")
         if b1 != b2:
-            short_minus_full += diff if b1 == 2 else [-x for x in diff]
+            short_minus_full += diff if b1 == SHORT_BATCH else [-x for x in diff]
     if not short_minus_full:
         sys.exit("no (problem, config) measured short in one file and full in the other")
     print(f"\nshort - full over {len(short_minus_full)} pairs of rows: median "

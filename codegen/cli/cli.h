@@ -57,6 +57,9 @@ Status model_search_width(const Model& model, int* width);
 // "<what> <width> is outside 1..kMaxBeamWidth" unless the width is a beam the runtime runs.
 Status check_beam_width(const char* what, int width);
 
+// The items of a comma-separated option value ("--beam 1,10,30"); an empty item is `what`'s error.
+Status parse_list(const std::string& text, const char* what, std::vector<std::string>* out);
+
 // Names of the problem fields whose bits are set in `mask` (PredictInfo::out_of_range_fields).
 std::vector<std::string> field_names(uint32_t mask);
 

@@ -263,6 +263,19 @@ Status write_output(const std::string& path, std::string_view contents) {
   return Status::ok();
 }
 
+Status parse_list(const std::string& text, const char* what, std::vector<std::string>* out) {
+  out->clear();
+  for (size_t start = 0;;) {
+    const size_t end = text.find(',', start);
+    out->push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (out->back().empty()) {
+      return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
+    }
+    if (end == std::string::npos) return Status::ok();
+    start = end + 1;
+  }
+}
+
 std::string output_name(const std::string& path) { return path == "-" ? "stdout" : path; }
 
 int fail(const Status& status) {

@@ -16,19 +16,6 @@ namespace tunecast::cli {
 namespace eval {
 namespace {
 
-Status parse_list(const std::string& text, const char* what, std::vector<std::string>* out) {
-  out->clear();
-  for (size_t start = 0;;) {
-    const size_t end = text.find(',', start);
-    out->push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (out->back().empty()) {
-      return Status::error(StatusCode::kInvalidArgument, "%s '%s' has an empty item", what, text.c_str());
-    }
-    if (end == std::string::npos) return Status::ok();
-    start = end + 1;
-  }
-}
-
 // Whether matplotlib (tools/plot_eval.py) can write `path` by its extension.
 bool has_plot_extension(const std::string& path) {
   for (const char* ext : {".png", ".svg", ".pdf", ".PNG", ".SVG", ".PDF"}) {

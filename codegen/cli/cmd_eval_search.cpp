@@ -176,16 +176,15 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   }
   if (!status) return usage_error("eval-search", status.message());
   if (args.has("strategies")) {
-    std::string list = args.get("strategies") + ",";
-    for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
-      const std::string name = list.substr(start, comma - start);
-      const std::vector<std::string>& known = codegen::search_strategy_names();
+    status = parse_list(args.get("strategies"), "--strategies", &options.strategies);
+    if (!status) return usage_error("eval-search", status.message());
+    const std::vector<std::string>& known = codegen::search_strategy_names();
+    for (const std::string& name : options.strategies) {
       if (std::find(known.begin(), known.end(), name) == known.end()) {
         std::string all;
         for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
         return usage_error("eval-search", "--strategies: unknown strategy '" + name + "' (" + all + ")");
       }
-      options.strategies.push_back(name);
     }
   }
   int split_seed = 0;
