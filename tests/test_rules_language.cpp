@@ -234,7 +234,7 @@ TEST_CASE("rules: compile errors name file:line:col and the problem") {
   CHECK(compile_error("params a\nrequire a > 1 2\n") ==
         "t.tcr:2:15: unexpected '2' after the end of the statement");
   CHECK(compile_error("params a\nrequre a > 1\n") ==
-        "t.tcr:2:1: expected a statement (params, let, option, require, applies, input, encode, range), found 'requre'");
+        "t.tcr:2:1: expected a statement (kernel, field, param, params, let, option, require, applies, feature, input, encode, range), found 'requre'");
   CHECK(compile_error("params a, c\n") == "t.tcr:1:11: param 'c' clashes with a problem field of the same name");
   CHECK(compile_error("params a\nlet f(x) = x + a\nrequire f(1, 2) > 0\n") ==
         "t.tcr:3:9: let 'f' takes 1 arguments, 2 given");

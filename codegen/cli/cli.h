@@ -44,9 +44,29 @@ std::string tool_script(const char* name);
 // reports the checksum's state itself.
 struct LoadedModel {
   codegen::MappedFile file;
+  std::vector<uint64_t> compiled;  // a kernel definition compiled in memory (8-byte aligned words)
   Model model;
+  std::string definition_text;     // the definition's text, when the model is one
 };
 Status load_model_file(const std::string& path, LoadedModel* out, bool verify_weights = true);
+
+// Whether `path` holds a kernel definition (rules-language text) rather than a blob.
+bool is_definition_file(const std::string& path);
+
+// A kernel definition (docs/kernels.md) compiled in memory into a model without a predictor:
+// its parameters, domains, rules and problem schema (codegen::definition_model). Every parameter
+// needs a domain.
+Status load_definition(const std::string& path, LoadedModel* out);
+
+// A model blob or a kernel definition, by content.
+Status load_model_or_definition(const std::string& path, LoadedModel* out);
+
+// Parses a problem for `model`: its own schema's name=value items, or for the convolution every
+// form `predict` reads (problem_forms.h).
+Status parse_model_problem(const Model& model, const std::string& text, Problem* out);
+
+// The canonical text of a problem of `model`'s schema (docs/kernels.md).
+std::string problem_text(const Model& model, const Problem& problem);
 
 // The beam width a trained predictor recommends for few candidates: its metadata "search_width",
 // else 1 (greedy). A request for k candidates keeps max(k, width) hypotheses and returns the first
@@ -115,6 +135,7 @@ int cmd_embed(const std::vector<std::string>& args);
 int cmd_table(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_tune(const std::vector<std::string>& args);
+int cmd_check(const std::vector<std::string>& args);
 int cmd_eval_search(const std::vector<std::string>& args);
 
 }  // namespace tunecast::cli

@@ -8,7 +8,15 @@
 #include <thread>
 #include <unistd.h>
 
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
 #include "cli.h"
+#include "tunecast/codegen/assemble.h"
+#include "tunecast/codegen/blob_writer.h"
+#include "tunecast/codegen/problem_forms.h"
+#include "tunecast/codegen/rules_compiler.h"
 
 namespace tunecast::cli {
 
@@ -111,6 +119,51 @@ Status load_model_file(const std::string& path, LoadedModel* out, bool verify_we
     }
   }
   return Status::ok();
+}
+
+bool is_definition_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {};
+  in.read(head, sizeof head);
+  if (in.gcount() == 8 && std::memcmp(head + 4, "TCMD", 4) == 0) return false;
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".tcr") == 0;
+}
+
+Status load_definition(const std::string& path, LoadedModel* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(StatusCode::kNotFound, "cannot open kernel definition %s", path.c_str());
+  std::ostringstream text;
+  text << in.rdbuf();
+  out->definition_text = text.str();
+  rules::CompiledRules rules;
+  TUNECAST_RETURN_IF_ERROR(rules::compile(out->definition_text, path, rules::CompileOptions(), &rules));
+  ir::Model ir;
+  const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  TUNECAST_RETURN_IF_ERROR(codegen::definition_model(rules, name, &ir));
+  std::vector<uint8_t> blob;
+  TUNECAST_RETURN_IF_ERROR(codegen::write_blob(ir, &blob, codegen::BlobOptions()));
+  out->compiled.assign((blob.size() + 7) / 8, 0);
+  std::memcpy(out->compiled.data(), blob.data(), blob.size());
+  const Status status = Model::load(out->compiled.data(), blob.size(), &out->model);
+  if (!status) return Status::error(status.code(), "%s: %s", path.c_str(), status.message());
+  return Status::ok();
+}
+
+Status load_model_or_definition(const std::string& path, LoadedModel* out) {
+  return is_definition_file(path) ? load_definition(path, out) : load_model_file(path, out);
+}
+
+Status parse_model_problem(const Model& model, const std::string& text, Problem* out) {
+  const ProblemSchema schema = model.problem_schema();
+  if (!schema.builtin()) return parse_problem(schema, text, out);
+  codegen::ProblemForm form;
+  return codegen::parse_problem_any(text, out, &form);
+}
+
+std::string problem_text(const Model& model, const Problem& problem) {
+  char text[1024];
+  format_problem(model.problem_schema(), problem, text, sizeof text);
+  return text;
 }
 
 std::vector<std::string> field_names(uint32_t mask) {

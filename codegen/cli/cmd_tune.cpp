@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -62,21 +64,32 @@ struct Recording {
 };
 
 Status read_recording(const std::string& path, const Args& args, const std::optional<Problem>& problem,
-                      Recording* out) {
+                      const Model* model, Recording* out) {
   if (is_sqlite_file(path) || codegen::is_xz_file(path)) {
     codegen::TimingDb db;
-    TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, args.get("solver"), &db));
+    const ProblemSchema schema = model ? model->problem_schema() : ProblemSchema();
+    TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, args.get("solver"), &db, model ? &schema : nullptr));
     if (!problem) {
       return Status::error(StatusCode::kInvalidArgument, "--replay %s is a timing DB: give the --problem to look up",
                            path.c_str());
     }
     size_t index = 0;
-    TUNECAST_RETURN_IF_ERROR(db.find_problem(*problem, &index));
+    char text[1024];
+    if (db.keyed_by_definition()) {
+      if (model == nullptr) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "--replay %s is keyed by a kernel definition: give the KERNEL.tcr (or a model) first",
+                             path.c_str());
+      }
+      format_problem(schema, *problem, text, sizeof text);
+      TUNECAST_RETURN_IF_ERROR(db.find_problem_text(text, &index));
+    } else {
+      TUNECAST_RETURN_IF_ERROR(db.find_problem(*problem, &index));
+      format_problem(db.problems()[index].problem, text, sizeof text);
+    }
     TUNECAST_RETURN_IF_ERROR(db.timings(db.problems()[index].config_id, &out->timings));
     out->names = db.parameter_names();
     out->unit = db.meta("time_unit").value_or("us");
-    char text[512];
-    format_problem(db.problems()[index].problem, text, sizeof text);
     out->description = "timing DB " + path + " (" + db.solver() + ", " + text + ")";
     if (const std::optional<std::string> d = db.meta("default_config")) {
       if (!parse_param_list(*d, &out->default_config)) {
@@ -142,11 +155,13 @@ int cmd_tune(const std::vector<std::string>& argv) {
   Args args;
   Status status = args.parse(argv,
                              {"problem", "budget", "bench-cmd", "bench-timeout", "replay", "start", "beam", "explore",
-                              "max-radius", "max-moved", "recheck", "recheck-ratio", "time-limit", "solver"},
+                              "max-radius", "max-moved", "recheck", "recheck-ratio", "time-limit", "solver", "seed",
+                              "record"},
                              {"json", "quiet"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast tune MODEL.tcm --problem FIELDS --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
+        "usage: tunecast tune MODEL.tcm|KERNEL.tcr --problem FIELDS --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
+        "                    [--record DB] [--seed S]\n"
         "       tunecast tune --replay KERNEL_TUNER.json --budget N [--start V1,V2,...]\n"
         "                    [--beam W] [--explore E] [--max-radius R] [--max-moved M]\n"
         "                    [--recheck RUNS] [--recheck-ratio X] [--time-limit S] [--bench-timeout S]\n"
@@ -154,7 +169,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "Tunes one problem within a budget of benchmarks: the model's constrained beam proposes its\n"
         "best distinct candidates (explore), then coordinate descent moves from the best measured\n"
         "config over each parameter's values (exploit). Every proposal passes the model's\n"
-        "constraints before it is measured. docs/search.md has the details.\n\n"
+        "constraints before it is measured. With a kernel definition (KERNEL.tcr, docs/kernels.md)\n"
+        "instead of a model, configs drawn from its domains (--seed) explore, the rules still check\n"
+        "every proposal, and the problem takes the definition's fields. docs/search.md has the details.\n\n"
         "  --budget N        benchmark calls at most (re-measurements included)\n"
         "  --bench-cmd CMD   started once with /bin/sh -c, TUNECAST_PROBLEM and TUNECAST_PARAMS\n"
         "                    (comma-separated names) in its environment; tunecast writes one\n"
@@ -169,8 +186,14 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "                    Without MODEL: coordinate descent over the recording's values from\n"
         "                    --start (default: a timing DB's default_config, else the first\n"
         "                    config that ran, in file order); no constraints are known.\n"
+        "  --record DB       append every measurement (ok, or failed) to a timing DB keyed by the\n"
+        "                    kernel's fields (created when absent; docs/kernels.md); measurements it\n"
+        "                    already holds for the problem are replayed instead of benchmarked, so a\n"
+        "                    killed tune resumes where it stopped\n"
+        "  --seed S          the draws of a search without a predictor (default 0)\n"
         "  --beam W          the predictor's beam (default max(32, the model's search_width))\n"
-        "  --explore E       beam candidates benchmarked first (default min(W, 0.7 budget))\n"
+        "  --explore E       beam candidates benchmarked first (default min(W, 0.7 budget)); with a\n"
+        "                    definition, random configs drawn first (default 0.3 budget)\n"
         "  --max-radius R    widest coordinate step in value positions (default 0: the space's)\n"
         "  --max-moved M     parameters one step changes at once (default 2)\n"
         "  --recheck RUNS    MIOpen's rule: a config within --recheck-ratio (default 1.10) of the\n"
@@ -190,8 +213,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (!args.has("budget")) return usage_error("tune", "give --budget N (benchmark calls)");
   if (have_model && !args.has("problem")) return usage_error("tune", "give --problem (the problem to tune)");
   if (!have_model && args.has("bench-cmd")) {
-    return usage_error("tune", "--bench-cmd needs a MODEL (without one, --replay a recording gives the space)");
+    return usage_error("tune", "--bench-cmd needs a MODEL or a KERNEL.tcr definition (its domains are the space)");
   }
+  if (!have_model && args.has("record")) return usage_error("tune", "--record needs a MODEL or a KERNEL.tcr definition");
   if (have_model && args.has("start")) return usage_error("tune", "--start is for a search without a model");
 
   SearchOptions options;
@@ -204,23 +228,41 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (status) status = parse_double(args, "recheck-ratio", options.recheck_ratio, &options.recheck_ratio);
   if (status) status = parse_double(args, "time-limit", 0.0, &options.time_limit);
   if (status) status = parse_double(args, "bench-timeout", 600.0, &bench_timeout);
+  if (status && args.has("seed")) {
+    char* end = nullptr;
+    const std::string text = args.get("seed");
+    options.seed = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || text[0] == '-') {
+      status = Status::error(StatusCode::kInvalidArgument, "--seed needs a non-negative integer, got '%.40s'", text.c_str());
+    }
+  }
   if (status && bench_timeout <= 0.0) status = Status::error(StatusCode::kInvalidArgument, "--bench-timeout must be positive");
   if (!status) return usage_error("tune", status.message());
   options.recheck_runs = recheck;
 
+  LoadedModel loaded;
+  if (have_model) {
+    status = load_model_or_definition(args.positional()[0], &loaded);
+    if (!status) return fail(status);
+  }
   std::optional<Problem> problem;
   if (args.has("problem")) {
     Problem p;
-    status = parse_problem(args.get("problem"), &p);
+    status = have_model ? parse_model_problem(loaded.model, args.get("problem"), &p) : parse_problem(args.get("problem"), &p);
     if (!status) return fail(status);
     problem = p;
   }
 
-  LoadedModel loaded;
   std::vector<std::string> names;  // the searched parameters, in search order
-  if (have_model) {
-    status = load_model_file(args.positional()[0], &loaded);
-    if (!status) return fail(status);
+  if (have_model && !loaded.model.has_predictor()) {  // a kernel definition: its domains are the space
+    for (int p = 0; p < loaded.model.parameter_count(); ++p) names.push_back(loaded.model.parameter_name(p));
+    if (args.has("beam")) return usage_error("tune", "--beam needs a trained model (a definition has no predictor)");
+    status = args.get_int("explore", -1, &options.explore);
+    if (status && args.has("explore") && options.explore < 1) {
+      status = Status::error(StatusCode::kInvalidArgument, "--explore %d must be positive", options.explore);
+    }
+    if (!status) return usage_error("tune", status.message());
+  } else if (have_model) {
     const Model& model = loaded.model;
     if (!model.is_seq2seq() || model.root()->encoding() == nullptr) {
       return fail(Status::error(StatusCode::kInvalidArgument,
@@ -253,7 +295,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   std::vector<std::vector<int64_t>> space_values;
   std::vector<int64_t> start;
   if (args.has("replay")) {
-    status = read_recording(args.get("replay"), args, problem, &recording);
+    status = read_recording(args.get("replay"), args, problem, have_model ? &loaded.model : nullptr, &recording);
     if (!status) return fail(status);
     if (have_model) {
       status = codegen::map_parameters(names, recording.names, &positions);
@@ -342,8 +384,74 @@ int cmd_tune(const std::vector<std::string>& argv) {
     }
   };
 
+  // --record: every measurement appended as it is made; what the file already holds for this
+  // problem answers first (a killed tune resumes without measuring anything again).
+  codegen::TimingRecorder recorder;
+  int64_t recorded_problem = 0;
+  std::map<std::string, std::deque<codegen::TimingRecorder::Measurement>> resumed;
+  int resumed_answers = 0;
+  if (args.has("record")) {
+    const Model& model = loaded.model;
+    const ProblemSchema schema = model.problem_schema();
+    codegen::RecordingInfo info;
+    const char* solver = model.metadata("solver");
+    info.kernel = solver ? solver : "";
+    if (info.kernel.empty()) return fail(Status::error(StatusCode::kInvalidArgument, "--record: the model names no kernel (metadata solver)"));
+    info.params = names;
+    info.definition = loaded.definition_text;
+    std::vector<std::string> field_values;
+    for (int f = 0; f < schema.field_count(); ++f) {
+      if (!problem->has(f)) continue;
+      info.fields.push_back(schema.field_name(f));
+      info.integer_fields.push_back(schema.field_kind(f) == FieldKind::kInteger);
+      const char* symbol = schema.field_kind(f) == FieldKind::kInteger ? nullptr : schema.symbol_name(f, problem->get(f));
+      field_values.push_back(symbol ? symbol : std::to_string(problem->get(f)));
+    }
+    if (schema.builtin()) {  // the convolution's columns: every field, whether this problem sets it or not
+      info.fields.clear();
+      info.integer_fields.clear();
+      field_values.clear();
+      for (int f = 0; f < schema.field_count(); ++f) {
+        info.fields.push_back(schema.field_name(f));
+        info.integer_fields.push_back(schema.field_kind(f) == FieldKind::kInteger);
+        const char* symbol = schema.field_kind(f) == FieldKind::kInteger ? nullptr : schema.symbol_name(f, problem->get(f));
+        field_values.push_back(!problem->has(f) ? "" : symbol ? symbol : std::to_string(problem->get(f)));
+      }
+    }
+    status = prepare_output(args.get("record"), {args.positional()[0]}, true);
+    if (status) status = codegen::TimingRecorder::open(args.get("record"), info, &recorder);
+    if (status) status = recorder.problem(problem_text(model, *problem), field_values, &recorded_problem);
+    std::vector<codegen::TimingRecorder::Measurement> earlier;
+    if (status) status = recorder.measurements(recorded_problem, &earlier);
+    if (!status) return fail(status);
+    for (auto& m : earlier) resumed[m.params].push_back(std::move(m));
+    if (!earlier.empty() && !args.has("quiet")) {
+      std::fprintf(stderr, "tune: %s already holds %zu measurements of this problem: they answer first (resuming)\n",
+                   args.get("record").c_str(), earlier.size());
+    }
+  }
+  Status record_error;
   auto run_benchmark = [&](const int64_t* values, int count, double* time) {
-    return args.has("replay") ? replay(values, count, time) : command.run(values, count, time);
+    std::string params;
+    for (int p = 0; p < count; ++p) params += (p ? "," : "") + std::to_string(values[p]);
+    if (auto it = resumed.find(params); it != resumed.end() && !it->second.empty()) {
+      const codegen::TimingRecorder::Measurement m = it->second.front();
+      it->second.pop_front();
+      ++resumed_answers;
+      *time = m.time;
+      return m.ok ? BenchmarkStatus::kOk : BenchmarkStatus::kFailed;
+    }
+    const BenchmarkStatus answer = args.has("replay") ? replay(values, count, time) : command.run(values, count, time);
+    if (args.has("record") && answer != BenchmarkStatus::kAbort) {
+      codegen::TimingRecorder::Measurement m;
+      m.params = params;
+      m.ok = answer == BenchmarkStatus::kOk;
+      m.time = m.ok ? *time : 0.0;
+      m.status = m.ok ? "ok" : "fail";
+      record_error = recorder.append(recorded_problem, m);
+      if (!record_error) return BenchmarkStatus::kAbort;  // never measure what cannot be kept
+    }
+    return answer;
   };
   std::vector<SearchTrial> history(static_cast<size_t>(std::max(1, std::min(options.budget, kMaxSearchBudget))));
   SearchResult result;
@@ -361,6 +469,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
     std::vector<unsigned char> scratch(search_scratch_bytes(space, options));
     status = search(space, start.data(), options, Benchmark::from(run_benchmark), scratch.data(), scratch.size(),
                     history.data(), static_cast<int>(history.size()), &result);
+  }
+  if (!record_error) return fail(record_error);
+  if (resumed_answers > 0 && !args.has("quiet")) {
+    std::fprintf(stderr, "tune: %d of %d benchmarks answered from %s (measured before)\n", resumed_answers,
+                 result.benchmarks, args.get("record").c_str());
   }
   if (args.has("bench-cmd")) {
     if (status.code() == StatusCode::kAborted) return fail(command.error());

@@ -28,6 +28,8 @@ const Command kCommands[] = {
      "predict a list of problems into a C++ table, a MIOpen perf DB or text"},
     {"eval", tunecast::cli::cmd_eval,
      "score a model on a perf DB (perfect@k, per-parameter accuracy) next to baselines"},
+    {"check", tunecast::cli::cmd_check,
+     "check a kernel definition (docs/kernels.md), alone or against recorded timings"},
     {"tune", tunecast::cli::cmd_tune,
      "tune one problem: the predictor's candidates, then coordinate descent, benchmarked"},
     {"eval-search", tunecast::cli::cmd_eval_search,

@@ -62,7 +62,7 @@ int operand_count(int32_t opcode) {
   return opcode > 0 && opcode < kOpcodeEnd ? kOps[opcode].operands : -1;
 }
 
-Status verify_reading(const ProgramView& program, uint32_t readable_params, const char* what) {
+Status verify_reading(const ProgramView& program, uint32_t readable_params, const char* what, int field_count) {
   if (what == nullptr) what = "program";
   const uint32_t size = program.code_size;
   if (size == 0) return Status::error(StatusCode::kCorruptModel, "%s: empty bytecode", what);
@@ -121,9 +121,9 @@ Status verify_reading(const ProgramView& program, uint32_t readable_params, cons
                                what, operand[0], program.constant_count, pc);
         break;
       case kLoadField:
-        if (operand[0] < 0 || operand[0] >= kProblemFieldCount)
+        if (operand[0] < 0 || operand[0] >= field_count || operand[0] >= kMaxProblemFields)
           return Status::error(StatusCode::kCorruptModel, "%s: problem field %d out of range (%d fields) at word %u",
-                               what, operand[0], kProblemFieldCount, pc);
+                               what, operand[0], field_count, pc);
         break;
       case kLoadParam:
         if (operand[0] < 0 || operand[0] >= 32 || !((readable_params >> operand[0]) & 1u)) {

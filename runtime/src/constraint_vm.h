@@ -125,13 +125,16 @@ inline ProgramView view_of(const schema::Program* program) {
 // the end. `what` names the program in the error message ("constraint 3 'k_mult % e == 0'").
 // A constraint checked at decode step s reads the parameters decoded in steps 0..s:
 // readable_params_mask(). Feature encodings and applicability conditions read none: pass 0.
-Status verify_reading(const ProgramView& program, uint32_t readable_mask, const char* what);
+// `field_count`: the fields of the model's problem schema (LOAD_FIELD reads below it).
+Status verify_reading(const ProgramView& program, uint32_t readable_mask, const char* what,
+                      int field_count = kProblemFieldCount);
 
 // The same where parameters 0..readable_params-1 are readable (the parameters' own decode order:
 // a constraint at position p passes p + 1).
-inline Status verify(const ProgramView& program, int readable_params, const char* what) {
+inline Status verify(const ProgramView& program, int readable_params, const char* what,
+                     int field_count = kProblemFieldCount) {
   const uint32_t mask = readable_params <= 0 ? 0u : readable_params >= 32 ? ~0u : (1u << readable_params) - 1u;
-  return verify_reading(program, mask, what);
+  return verify_reading(program, mask, what, field_count);
 }
 
 // The parameters known once decode step `step` is done: bit decode_order[s] for s <= step (bit s

@@ -522,12 +522,21 @@ Status Model::load(const void* data, size_t size, Model* out) {
   }
   Model model;
   model.root_ = root;
-  if (root->graphs() == nullptr || root->graphs()->size() == 0 ||
-      root->graphs()->size() > static_cast<uint32_t>(kMaxGraphs)) {
+  TUNECAST_RETURN_IF_ERROR(verify_problem_schema(root->problem()));
+  const ProblemSchema problem_schema(root->problem());
+  // A kernel definition alone has no graph: then nothing may need one.
+  const bool definition_only = (root->graphs() == nullptr || root->graphs()->size() == 0) &&
+                               root->seq2seq() == nullptr && root->encoding() == nullptr &&
+                               root->vocabulary() != nullptr;
+  if (!definition_only && (root->graphs() == nullptr || root->graphs()->size() == 0 ||
+                           root->graphs()->size() > static_cast<uint32_t>(kMaxGraphs))) {
     return Status::error(StatusCode::kCorruptModel, "model has %u graphs (1 to %d allowed)",
                          root->graphs() ? root->graphs()->size() : 0, kMaxGraphs);
   }
-  model.graph_count_ = static_cast<int>(root->graphs()->size());
+  if (definition_only && root->format_version() < 3) {
+    return Status::error(StatusCode::kCorruptModel, "model has no graph (a kernel definition alone needs format version 3)");
+  }
+  model.graph_count_ = root->graphs() ? static_cast<int>(root->graphs()->size()) : 0;
   for (int i = 0; i < model.graph_count_; ++i) {
     TUNECAST_RETURN_IF_ERROR(check_graph(root->graphs()->Get(i), i, &model.graphs_[i]));
   }
@@ -571,6 +580,18 @@ Status Model::load(const void* data, size_t size, Model* out) {
     model.parameter_count_ = static_cast<int>(vocab->parameters()->size());
     for (int p = 0; p < model.parameter_count_; ++p) {
       const schema::Parameter* param = vocab->parameters()->Get(p);
+      if (const auto* domain = param->domain(); domain != nullptr && domain->size() > 0) {
+        if (reinterpret_cast<uintptr_t>(domain->data()) % alignof(int64_t) != 0 ||
+            domain->size() > static_cast<uint32_t>(kMaxTokens)) {
+          return Status::error(StatusCode::kCorruptModel, "vocabulary: position %d's domain is misaligned or too long", p);
+        }
+        for (uint32_t i = 1; i < domain->size(); ++i) {
+          if (!(domain->Get(i - 1) < domain->Get(i))) {
+            return Status::error(StatusCode::kCorruptModel,
+                                 "vocabulary: position %d's domain is not ascending and distinct", p);
+          }
+        }
+      }
       if (param->tokens() == nullptr || param->tokens()->size() == 0) {
         // Every non-end token.
         for (int t = 0; t < model.token_count_; ++t) {
@@ -638,7 +659,7 @@ Status Model::load(const void* data, size_t size, Model* out) {
       TUNECAST_RETURN_IF_ERROR(
           vm::verify_reading(vm::view_of(c->program()),
                              vm::readable_params_mask(static_cast<int>(c->position()), model.decode_order_),
-                             what));
+                             what, problem_schema.field_count()));
       ++per_position[c->position()];
     }
     int start = 0;
@@ -667,7 +688,7 @@ Status Model::load(const void* data, size_t size, Model* out) {
       char what[96];
       std::snprintf(what, sizeof what, "applicability condition %u '%.48s'", i,
                     c->text() ? c->text()->c_str() : "");
-      TUNECAST_RETURN_IF_ERROR(vm::verify(vm::view_of(c->program()), 0, what));
+      TUNECAST_RETURN_IF_ERROR(vm::verify(vm::view_of(c->program()), 0, what, problem_schema.field_count()));
     }
   }
 
@@ -695,28 +716,27 @@ Status Model::load(const void* data, size_t size, Model* out) {
         char what[96];
         std::snprintf(what, sizeof what, "encoding feature %u '%.48s'", i,
                       f->text() ? f->text()->c_str() : "");
-        TUNECAST_RETURN_IF_ERROR(vm::verify(vm::view_of(f->program()), 0, what));
+        TUNECAST_RETURN_IF_ERROR(vm::verify(vm::view_of(f->program()), 0, what, problem_schema.field_count()));
       }
     }
     if (enc->required_fields()) {
       for (const auto* name : *enc->required_fields()) {
-        ProblemField field;
-        if (!find_problem_field(name->string_view(), &field)) {
+        int field = -1;
+        if (!problem_schema.find_field(name->string_view(), &field)) {
           return Status::error(StatusCode::kUnsupported,
                                "encoding needs problem field '%.40s', unknown to this runtime",
                                name->c_str());
         }
-        model.required_fields_ |= 1u << static_cast<int>(field);
+        model.required_fields_ |= 1u << field;
       }
     }
     if (enc->ranges()) {
       for (const schema::FeatureRange* range : *enc->ranges()) {
-        ProblemField field;
-        if (range->field() == nullptr || !find_problem_field(range->field()->string_view(), &field) ||
+        int f = -1;
+        if (range->field() == nullptr || !problem_schema.find_field(range->field()->string_view(), &f) ||
             range->min() > range->max()) {
           return Status::error(StatusCode::kCorruptModel, "encoding has a malformed field range");
         }
-        const int f = static_cast<int>(field);
         const bool first = !((model.ranged_fields_ >> f) & 1u);
         model.range_min_[f] = first ? range->min() : std::max(model.range_min_[f], range->min());
         model.range_max_[f] = first ? range->max() : std::min(model.range_max_[f], range->max());
@@ -817,11 +837,20 @@ Status Model::verify_checksum() const {
   return Status::ok();
 }
 
+bool Model::parameter_domain(int position, const int64_t** values, int* count) const {
+  if (root_ == nullptr || root_->vocabulary() == nullptr || position < 0 || position >= parameter_count_) return false;
+  const auto* domain = root_->vocabulary()->parameters()->Get(position)->domain();
+  if (domain == nullptr || domain->size() == 0) return false;
+  *values = domain->data();
+  *count = static_cast<int>(domain->size());
+  return true;
+}
+
 uint32_t Model::fields_out_of_range(const Problem& problem) const {
   uint32_t flags = 0;
-  for (int f = 0; f < kProblemFieldCount; ++f) {
+  for (int f = 0; f < kMaxProblemFields; ++f) {
     if (!((ranged_fields_ >> f) & 1u)) continue;
-    const int64_t v = problem.get(static_cast<ProblemField>(f));
+    const int64_t v = problem.get(f);
     if (v < range_min_[f] || v > range_max_[f]) flags |= 1u << f;
   }
   return flags;
@@ -845,7 +874,7 @@ const char* Model::metadata(const char* key) const {
 
 uint64_t Model::greedy_multiply_adds() const {
   if (!is_seq2seq()) {
-    return graphs_[0].multiply_adds_fixed + graphs_[0].multiply_adds_per_row;
+    return graph_count_ == 0 ? 0 : graphs_[0].multiply_adds_fixed + graphs_[0].multiply_adds_per_row;
   }
   const GraphInfo& enc = graphs_[root_->seq2seq()->encoder()];
   const GraphInfo& dec = graphs_[root_->seq2seq()->decoder()];

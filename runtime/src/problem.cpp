@@ -1,5 +1,7 @@
 #include "tunecast/problem.h"
 
+#include "tunecast/tunecast_model_generated.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -376,6 +378,290 @@ int format_problem(const Problem& problem, char* buffer, size_t size) {
       n = std::snprintf(buffer + (room ? written : 0), room, "%s%s=%lld", written ? "," : "",
                         problem_field_name(field), static_cast<long long>(problem.get(field)));
     }
+    written += n;
+  }
+  return written;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problem schemas.
+
+namespace {
+
+const schema::ProblemFieldDef* field_def(const schema::ProblemSchema* table, int field) {
+  return table->fields()->Get(static_cast<flatbuffers::uoffset_t>(field));
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+constexpr int kMaxSymbols = 64;
+
+}  // namespace
+
+int ProblemSchema::field_count() const {
+  return table_ ? static_cast<int>(table_->fields()->size()) : kProblemFieldCount;
+}
+
+const char* ProblemSchema::field_name(int field) const {
+  if (field < 0 || field >= field_count()) return "?";
+  return table_ ? field_def(table_, field)->name()->c_str() : problem_field_name(static_cast<ProblemField>(field));
+}
+
+FieldKind ProblemSchema::field_kind(int field) const {
+  if (table_) return static_cast<FieldKind>(field_def(table_, field)->kind());
+  const ProblemField f = static_cast<ProblemField>(field);
+  return f == ProblemField::kArch ? FieldKind::kArchitecture
+         : is_symbolic(f)         ? FieldKind::kEnumeration
+                                  : FieldKind::kInteger;
+}
+
+bool ProblemSchema::find_field(std::string_view name, int* field) const {
+  if (!table_) {
+    ProblemField f;
+    if (!find_problem_field(name, &f)) return false;
+    *field = static_cast<int>(f);
+    return true;
+  }
+  for (int i = 0; i < field_count(); ++i) {
+    if (field_def(table_, i)->name()->string_view() == name) {
+      *field = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ProblemSchema::find_symbol(int field, std::string_view symbol, int64_t* value) const {
+  if (!table_) return find_problem_symbol(static_cast<ProblemField>(field), symbol, value);
+  switch (field_kind(field)) {
+    case FieldKind::kArchitecture:
+      return arch_code(symbol, value);
+    case FieldKind::kEnumeration: {
+      const auto* symbols = field_def(table_, field)->symbols();
+      for (uint32_t i = 0; i < symbols->size(); ++i) {
+        if (symbols->Get(i)->string_view() == symbol) {
+          *value = i;
+          return true;
+        }
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+const char* ProblemSchema::symbol_name(int field, int64_t value) const {
+  if (!table_) return problem_symbol_name(static_cast<ProblemField>(field), value);
+  switch (field_kind(field)) {
+    case FieldKind::kArchitecture:
+      return problem_symbol_name(ProblemField::kArch, value);
+    case FieldKind::kEnumeration: {
+      const auto* symbols = field_def(table_, field)->symbols();
+      return value >= 0 && value < static_cast<int64_t>(symbols->size())
+                 ? symbols->Get(static_cast<flatbuffers::uoffset_t>(value))->c_str()
+                 : nullptr;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+int ProblemSchema::symbol_count(int field) const {
+  if (field_kind(field) != FieldKind::kEnumeration) return 0;
+  if (table_) return static_cast<int>(field_def(table_, field)->symbols()->size());
+  int count = 0;
+  for (const Symbol& s : kSymbols) count += s.field == static_cast<ProblemField>(field);
+  return count;
+}
+
+bool ProblemSchema::has_default(int field) const {
+  if (table_) return field_def(table_, field)->has_default();
+  Problem defaults;
+  apply_problem_defaults(&defaults);
+  return defaults.has(field);
+}
+
+int64_t ProblemSchema::default_value(int field) const {
+  if (table_) return field_def(table_, field)->default_value();
+  Problem defaults;
+  apply_problem_defaults(&defaults);
+  return defaults.get(field);
+}
+
+int64_t ProblemSchema::min_value(int field) const {
+  return table_ && field_kind(field) == FieldKind::kInteger ? field_def(table_, field)->min() : INT64_MIN;
+}
+
+int64_t ProblemSchema::max_value(int field) const {
+  return table_ && field_kind(field) == FieldKind::kInteger ? field_def(table_, field)->max() : INT64_MAX;
+}
+
+Status verify_problem_schema(const schema::ProblemSchema* table) {
+  if (table == nullptr) return Status::ok();
+  const auto* fields = table->fields();
+  if (fields == nullptr || fields->size() == 0 || fields->size() > static_cast<uint32_t>(kMaxProblemFields)) {
+    return Status::error(StatusCode::kCorruptModel, "problem schema has %u fields (1 to %d allowed)",
+                         fields ? fields->size() : 0, kMaxProblemFields);
+  }
+  for (uint32_t i = 0; i < fields->size(); ++i) {
+    const schema::ProblemFieldDef* f = fields->Get(i);
+    if (f->name() == nullptr || !is_identifier(f->name()->string_view())) {
+      return Status::error(StatusCode::kCorruptModel, "problem schema: field %u has no valid name", i);
+    }
+    for (uint32_t j = 0; j < i; ++j) {
+      if (fields->Get(j)->name()->string_view() == f->name()->string_view()) {
+        return Status::error(StatusCode::kCorruptModel, "problem schema: field '%.40s' is declared twice",
+                             f->name()->c_str());
+      }
+    }
+    const auto kind = static_cast<int>(f->kind());
+    if (kind > static_cast<int>(schema::FieldKind::MAX)) {
+      return Status::error(StatusCode::kUnsupported, "problem schema: field '%.40s' has unknown kind %d",
+                           f->name()->c_str(), kind);
+    }
+    const int64_t d = f->default_value();
+    if (f->kind() == schema::FieldKind::Integer &&
+        (f->min() > f->max() || (f->has_default() && (d < f->min() || d > f->max())))) {
+      return Status::error(StatusCode::kCorruptModel, "problem schema: field '%.40s' has a bad range or default",
+                           f->name()->c_str());
+    }
+    if (f->kind() == schema::FieldKind::Enumeration) {
+      const auto* symbols = f->symbols();
+      if (symbols == nullptr || symbols->size() == 0 || symbols->size() > static_cast<uint32_t>(kMaxSymbols) ||
+          (f->has_default() && (d < 0 || d >= static_cast<int64_t>(symbols->size())))) {
+        return Status::error(StatusCode::kCorruptModel,
+                             "problem schema: enumeration '%.40s' needs 1 to %d symbols and a default among them",
+                             f->name()->c_str(), kMaxSymbols);
+      }
+      for (uint32_t s = 0; s < symbols->size(); ++s) {
+        if (!is_identifier(symbols->Get(s)->string_view())) {
+          return Status::error(StatusCode::kCorruptModel, "problem schema: enumeration '%.40s' has a bad symbol",
+                               f->name()->c_str());
+        }
+      }
+    }
+    if (f->kind() == schema::FieldKind::Architecture && f->has_default()) {
+      char name[kMaxArchNameLength + 1];
+      if (!format_arch(d, name, sizeof name)) {
+        return Status::error(StatusCode::kCorruptModel, "problem schema: field '%.40s' defaults to no architecture",
+                             f->name()->c_str());
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status parse_problem(const ProblemSchema& schema, std::string_view text, Problem* problem) {
+  if (schema.builtin()) return parse_problem(text, problem);
+  *problem = Problem();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = pos;
+    while (end < text.size() && text[end] != ',' && text[end] != ';' && !is_space(text[end])) ++end;
+    const std::string_view item = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::error(StatusCode::kInvalidArgument, "problem item '%.*s' is not name=value",
+                           static_cast<int>(item.size()), item.data());
+    }
+    const std::string_view name = trim(item.substr(0, eq));
+    const std::string_view value_text = trim(item.substr(eq + 1));
+    int field = -1;
+    if (!schema.find_field(name, &field)) {
+      char known[256] = "";
+      size_t used = 0;
+      for (int i = 0; i < schema.field_count(); ++i) {
+        const int n = std::snprintf(known + used, sizeof known - used, "%s%s", i ? " " : "", schema.field_name(i));
+        if (n > 0) used = std::min(sizeof known - 1, used + static_cast<size_t>(n));
+      }
+      return Status::error(StatusCode::kInvalidArgument, "unknown problem field '%.*s' (known: %s)",
+                           static_cast<int>(name.size()), name.data(), known);
+    }
+    if (problem->has(field)) {
+      return Status::error(StatusCode::kInvalidArgument, "problem field '%s' is given twice", schema.field_name(field));
+    }
+    int64_t value = 0;
+    const FieldKind kind = schema.field_kind(field);
+    if (kind == FieldKind::kArchitecture) {
+      if (!arch_code(value_text, &value)) {
+        return Status::error(StatusCode::kInvalidArgument,
+                             "problem field '%s' takes an architecture name (letters, digits and '-', such as "
+                             "gfx90a or h100), got '%.*s'",
+                             schema.field_name(field), static_cast<int>(value_text.size()), value_text.data());
+      }
+    } else if (kind == FieldKind::kEnumeration) {
+      if (!schema.find_symbol(field, value_text, &value)) {
+        char accepted[256] = "";
+        size_t used = 0;
+        for (int s = 0; s < schema.symbol_count(field); ++s) {
+          const int n = std::snprintf(accepted + used, sizeof accepted - used, "%s%s", s ? " " : "",
+                                      schema.symbol_name(field, s));
+          if (n > 0) used = std::min(sizeof accepted - 1, used + static_cast<size_t>(n));
+        }
+        return Status::error(StatusCode::kInvalidArgument,
+                             "problem field '%s' does not take the value '%.*s' (accepted: %s)",
+                             schema.field_name(field), static_cast<int>(value_text.size()), value_text.data(),
+                             accepted);
+      }
+    } else {
+      char buffer[32];
+      char* parse_end = nullptr;
+      long long parsed = 0;
+      bool ok = !value_text.empty() && value_text.size() < sizeof buffer;
+      if (ok) {
+        std::memcpy(buffer, value_text.data(), value_text.size());
+        buffer[value_text.size()] = '\0';
+        errno = 0;
+        parsed = std::strtoll(buffer, &parse_end, 10);
+        ok = errno != ERANGE && *parse_end == '\0';
+      }
+      if (!ok) {
+        return Status::error(StatusCode::kInvalidArgument, "problem field '%s' needs an integer, got '%.*s'",
+                             schema.field_name(field), static_cast<int>(value_text.size()), value_text.data());
+      }
+      if (parsed < schema.min_value(field) || parsed > schema.max_value(field)) {
+        return Status::error(StatusCode::kInvalidArgument, "problem field '%s' must lie in [%lld..%lld], got %lld",
+                             schema.field_name(field), static_cast<long long>(schema.min_value(field)),
+                             static_cast<long long>(schema.max_value(field)), parsed);
+      }
+      value = parsed;
+    }
+    problem->set(field, value);
+  }
+  if (problem->present == 0) return Status::error(StatusCode::kInvalidArgument, "the problem is empty");
+  for (int i = 0; i < schema.field_count(); ++i) {
+    if (problem->has(i)) continue;
+    if (!schema.has_default(i)) {
+      return Status::error(StatusCode::kInvalidArgument, "the problem lacks field '%s' (it has no default)",
+                           schema.field_name(i));
+    }
+    problem->set(i, schema.default_value(i));
+  }
+  return Status::ok();
+}
+
+int format_problem(const ProblemSchema& schema, const Problem& problem, char* buffer, size_t size) {
+  if (schema.builtin()) return format_problem(problem, buffer, size);
+  int written = 0;
+  for (int i = 0; i < schema.field_count(); ++i) {
+    if (!problem.has(i)) continue;
+    const char* symbol = schema.field_kind(i) == FieldKind::kInteger ? nullptr : schema.symbol_name(i, problem.get(i));
+    const size_t room = static_cast<size_t>(written) < size ? size - written : 0;
+    const int n = symbol ? std::snprintf(buffer + (room ? written : 0), room, "%s%s=%s", written ? "," : "",
+                                         schema.field_name(i), symbol)
+                         : std::snprintf(buffer + (room ? written : 0), room, "%s%s=%lld", written ? "," : "",
+                                         schema.field_name(i), static_cast<long long>(problem.get(i)));
     written += n;
   }
   return written;

@@ -47,6 +47,22 @@ class Carver {
   bool overflow_ = false;
 };
 
+// splitmix64: a seeded stream for the model-free explore (deterministic, no state beyond 8 bytes).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+
+ private:
+  uint64_t state_;
+};
+
 // Worst initial misalignment included.
 size_t with_alignment_slack(size_t bytes) { return bytes + kAlign; }
 
@@ -221,6 +237,34 @@ class Engine {
         result_->stop = SearchStop::kConverged;
         return;
       }
+    }
+  }
+
+  // Draws configs uniformly from the space and proposes them until `count` were measured (or the
+  // budget ends); draws the rules reject or that were measured already cost no benchmark. Gives
+  // up after a bounded number of draws (a space almost entirely invalid). Returns the measured.
+  int explore_random(int count, Rng* rng) {
+    int measured = 0;
+    long long attempts = 0;
+    const long long max_attempts = 1000 + 200LL * count;
+    while (measured < count && !stopped_ && attempts++ < max_attempts) {
+      uint16_t index[kMaxParameters];
+      for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
+      measured += propose(index, SearchPhase::kExplore) == Proposal::kMeasured;
+    }
+    return measured;
+  }
+
+  // Without a predictor: `explore` random valid configs, coordinate descent from the best, and
+  // while budget is left after it converges, further draws, descending again from any that
+  // improves on the best.
+  void run_free(int explore, Rng* rng) {
+    explore_random(explore, rng);
+    if (!found_ || stopped_) return;
+    exploit(best_);
+    while (!stopped_ && result_->stop == SearchStop::kConverged) {
+      if (explore_random(1, rng) == 0) return;  // nothing valid left to draw
+      if (improved_) exploit(best_);
     }
   }
 
@@ -469,8 +513,8 @@ int allowed_value_count(const Model& model) {
 }
 
 void carve_model_scratch(const Model& model, const SearchOptions& options, Carver* carver, ModelScratch* out) {
-  const int beam = std::max(1, std::min(options.beam_width, kMaxBeamWidth));
-  out->predict_bytes = model.scratch_bytes(beam);
+  const int beam = model.has_predictor() ? std::max(1, std::min(options.beam_width, kMaxBeamWidth)) : 0;
+  out->predict_bytes = beam ? model.scratch_bytes(beam) : 0;
   out->predict = carver->take<unsigned char>(out->predict_bytes);
   out->candidates = carver->take<Candidate>(static_cast<size_t>(beam));
   out->values = carver->take<int64_t>(static_cast<size_t>(allowed_value_count(model)));
@@ -500,7 +544,7 @@ const char* search_stop_name(SearchStop stop) {
 }
 
 size_t search_scratch_bytes(const Model& model, const SearchOptions& options) {
-  if (!model.loaded() || !model.is_seq2seq()) return 0;
+  if (!model.loaded() || (model.has_predictor() && !model.is_seq2seq()) || model.parameter_count() == 0) return 0;
   Carver counter(nullptr, 0);
   ModelScratch unused;
   carve_model_scratch(model, options, &counter, &unused);
@@ -516,9 +560,11 @@ size_t search_scratch_bytes(const SearchSpace& /*space*/, const SearchOptions& o
 Status search(const Model& model, const Problem& problem, const SearchOptions& options, Benchmark benchmark,
               void* scratch, size_t scratch_size, SearchTrial* history, int history_capacity, SearchResult* result) {
   if (result != nullptr) *result = SearchResult();
-  if (!model.loaded() || !model.is_seq2seq() || model.root()->encoding() == nullptr) {
+  const bool predictor = model.loaded() && model.has_predictor();
+  if (!model.loaded() || model.parameter_count() == 0 ||
+      (predictor && (!model.is_seq2seq() || model.root()->encoding() == nullptr))) {
     return Status::error(StatusCode::kInvalidArgument,
-                         "search needs a sequence-to-sequence model with a feature encoding");
+                         "search needs a sequence-to-sequence model with a feature encoding, or a kernel definition");
   }
   TUNECAST_RETURN_IF_ERROR(check_common(options, benchmark, history, history_capacity, result, model.parameter_count()));
   if (options.beam_width < 1 || options.beam_width > kMaxBeamWidth) {
@@ -540,11 +586,22 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
   carve_model_scratch(model, options, &carver, &layout);
   if (carver.overflow()) return Status::error(StatusCode::kBufferTooSmall, "search scratch buffer too small");
 
-  // The space: each position's vocabulary values, sorted, distinct.
+  // The space: each position's definition domain, else its vocabulary values, sorted, distinct.
   Space space;
   space.count = model.parameter_count();
   int64_t* next = layout.values;
   for (int p = 0; p < space.count; ++p) {
+    const int64_t* domain = nullptr;
+    int domain_size = 0;
+    if (model.parameter_domain(p, &domain, &domain_size)) {
+      space.values[p] = domain;
+      space.sizes[p] = domain_size;
+      if (domain_size > 65535) {
+        return Status::error(StatusCode::kUnsupported, "parameter %d (%s) has %d values (1..65535 searchable)", p,
+                             model.parameter_name(p), domain_size);
+      }
+      continue;
+    }
     int64_t* list = next;
     for (int t = 0; t < model.token_count(); ++t) {
       if (model.token_allowed(p, t) && !model.is_end_token(t)) *next++ = model.token_value(t);
@@ -557,6 +614,24 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
       return Status::error(StatusCode::kUnsupported, "parameter %d (%s) has %d values in the vocabulary (1..65535 searchable)",
                            p, model.parameter_name(p), space.sizes[p]);
     }
+  }
+
+  if (!predictor) {  // a kernel definition alone: explore by drawing from the space
+    const Clock::time_point start = Clock::now();
+    int failed_condition = -1;
+    if (!check_applicability(model, problem, &failed_condition)) result->not_applicable = failed_condition;
+    result->out_of_range_fields = model.fields_out_of_range(problem);
+    Validity validity;
+    validity.model = &model;
+    validity.problem = &problem;
+    validity.use_constraints = options.use_model_constraints;
+    validity.validator = options.validator;
+    Engine engine(space, validity, options, benchmark, layout.table, table_slots(options.budget), history,
+                  history_capacity, result, start);
+    Rng rng(options.seed);
+    engine.run_free(options.explore > 0 ? options.explore : default_free_explore(options.budget), &rng);
+    engine.finish();
+    return engine.error();
   }
 
   const int beam = options.beam_width;
@@ -637,7 +712,10 @@ Status search(const SearchSpace& space_in, const int64_t* start, const SearchOpt
     space.values[p] = space_in.values[p];
     space.sizes[p] = n;
   }
-  if (start == nullptr) return Status::error(StatusCode::kInvalidArgument, "search needs a start config");
+  if (options.explore < -1 || options.explore == 0) {
+    return Status::error(StatusCode::kInvalidArgument, "search explore %d must be positive, or -1 for the default",
+                         options.explore);
+  }
   const size_t needed = search_scratch_bytes(space_in, options);
   if (scratch == nullptr || scratch_size < needed) {
     return Status::error(StatusCode::kBufferTooSmall, "search scratch holds %zu bytes, %zu needed",
@@ -651,6 +729,12 @@ Status search(const SearchSpace& space_in, const int64_t* start, const SearchOpt
   validity.space = &space_in;
   Engine engine(space, validity, options, benchmark, table, table_slots(options.budget), history, history_capacity,
                 result, Clock::now());
+  if (start == nullptr) {  // no start: explore by drawing from the space
+    Rng rng(options.seed);
+    engine.run_free(options.explore > 0 ? options.explore : default_free_explore(options.budget), &rng);
+    engine.finish();
+    return engine.error();
+  }
   uint16_t index[kMaxParameters];
   if (!engine.index_of(start, index)) {
     for (int p = 0; p < space.count; ++p) {

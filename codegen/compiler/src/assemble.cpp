@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tunecast/codegen/rules_compiler.h"
+#include "tunecast/model.h"
 
 namespace tunecast::codegen {
 namespace {
@@ -73,6 +74,11 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
         model->vocabulary.parameters[i].name = compiled.params[i];
       }
     }
+    model->problem = compiled.problem;
+    for (size_t i = 0; i < compiled.domains.size() && i < model->vocabulary.parameters.size(); ++i) {
+      model->vocabulary.parameters[i].domain = compiled.domains[i];
+    }
+    if (!compiled.kernel.empty() && !model->metadata.count("solver")) model->metadata["solver"] = compiled.kernel;
     model->constraints = std::move(compiled.constraints);
     model->applicability = std::move(compiled.applicability);
     if (compiled.encoding) model->encoding = std::move(compiled.encoding);
@@ -85,7 +91,9 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
                            encoding_path.c_str());
     }
     rules::CompiledRules compiled;
-    TUNECAST_RETURN_IF_ERROR(rules::compile_file(encoding_path, rules::CompileOptions(), &compiled));
+    rules::CompileOptions options;
+    options.problem = model->problem;  // a definition's fields, read by the encoding too
+    TUNECAST_RETURN_IF_ERROR(rules::compile_file(encoding_path, options, &compiled));
     if (!compiled.encoding) {
       return Status::error(StatusCode::kInvalidArgument,
                            "%s declares no encoding (it needs an 'input ROWS x COLS' statement)",
@@ -107,6 +115,44 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
                            digest.c_str(), recorded->second.c_str());
     }
   }
+  return Status::ok();
+}
+
+Status definition_model(const rules::CompiledRules& rules, const std::string& source, ir::Model* model) {
+  *model = ir::Model();
+  if (rules.params.empty()) return Status::error(StatusCode::kInvalidArgument, "%s declares no parameters", source.c_str());
+  for (size_t p = 0; p < rules.params.size(); ++p) {
+    if (p >= rules.domains.size() || rules.domains[p].empty()) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "%s: parameter '%s' has no domain (write 'param %s in {...}', docs/kernels.md)",
+                           source.c_str(), rules.params[p].c_str(), rules.params[p].c_str());
+    }
+  }
+  // The vocabulary: every domain value once, ascending; each position allows its domain's tokens.
+  std::vector<int64_t> values;
+  for (const auto& domain : rules.domains) values.insert(values.end(), domain.begin(), domain.end());
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  if (values.size() > static_cast<size_t>(kMaxTokens)) {
+    return Status::error(StatusCode::kUnsupported, "%s: the domains hold %zu distinct values (at most %d)", source.c_str(),
+                         values.size(), kMaxTokens);
+  }
+  model->vocabulary.token_values = values;
+  for (size_t p = 0; p < rules.params.size(); ++p) {
+    ir::Parameter parameter;
+    parameter.name = rules.params[p];
+    parameter.domain = rules.domains[p];
+    for (int64_t v : rules.domains[p]) {
+      parameter.tokens.push_back(static_cast<uint16_t>(std::lower_bound(values.begin(), values.end(), v) - values.begin()));
+    }
+    model->vocabulary.parameters.push_back(std::move(parameter));
+  }
+  model->problem = rules.problem;
+  model->constraints = rules.constraints;
+  model->applicability = rules.applicability;
+  model->name = rules.kernel.empty() ? "definition" : rules.kernel;
+  if (!rules.kernel.empty()) model->metadata["solver"] = rules.kernel;
+  model->metadata["source"] = "kernel definition " + source + " (no predictor)";
   return Status::ok();
 }
 

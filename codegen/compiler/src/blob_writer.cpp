@@ -251,7 +251,8 @@ void serialize(const ir::Model& model, std::vector<uint8_t>* blob, const BlobOpt
     const ir::Vocabulary& v = model.vocabulary;
     std::vector<Offset<fb::Parameter>> params;
     for (const ir::Parameter& p : v.parameters) {
-      params.push_back(fb::CreateParameter(b, b.CreateString(p.name), b.CreateVector(p.tokens)));
+      params.push_back(fb::CreateParameter(b, b.CreateString(p.name), b.CreateVector(p.tokens),
+                                           p.domain.empty() ? 0 : b.CreateVector(p.domain)));
     }
     std::vector<Offset<flatbuffers::String>> labels;
     for (const std::string& label : v.token_labels) labels.push_back(b.CreateString(label));
@@ -288,9 +289,26 @@ void serialize(const ir::Model& model, std::vector<uint8_t>* blob, const BlobOpt
   const auto archs_vec =
       arch_names.empty() ? Offset<flatbuffers::Vector<Offset<flatbuffers::String>>>() : b.CreateVector(arch_names);
 
+  Offset<fb::ProblemSchema> problem = 0;
+  if (!model.problem.empty()) {
+    std::vector<Offset<fb::ProblemFieldDef>> fields;
+    for (const ir::ProblemFieldDef& f : model.problem) {
+      std::vector<Offset<flatbuffers::String>> symbols;
+      for (const std::string& symbol : f.symbols) symbols.push_back(b.CreateString(symbol));
+      fields.push_back(fb::CreateProblemFieldDef(b, b.CreateString(f.name), static_cast<fb::FieldKind>(f.kind), f.min,
+                                                 f.max, symbols.empty() ? 0 : b.CreateVector(symbols), f.has_default,
+                                                 f.default_value));
+    }
+    problem = fb::CreateProblemSchema(b, b.CreateVector(fields));
+  }
+
   fb::ModelBuilder mb(b);
-  // Version 2 only where it matters: a version-1 runtime reads every other blob correctly.
-  mb.add_format_version(ir::reorders_parameters(model.vocabulary) ? kFormatVersion : 1);
+  // A version only where it matters: a version-1 runtime reads every other blob correctly. 3: a
+  // problem schema of its own or no graph; 2: a decode order.
+  mb.add_format_version(!model.problem.empty() || model.graphs.empty() ? 3
+                        : ir::reorders_parameters(model.vocabulary)    ? 2
+                                                                       : 1);
+  if (!problem.IsNull()) mb.add_problem(problem);
   mb.add_name(name);
   mb.add_graphs(graphs_vec);
   if (!seq2seq.IsNull()) mb.add_seq2seq(seq2seq);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <set>
@@ -497,6 +498,7 @@ class Parser {
 
   void run() {
     prescan_lets();
+    schema_ = options_.problem;
     if (!options_.params.empty()) {
       for (size_t i = 0; i < options_.params.size(); ++i) declare_param(options_.params[i], i, peek());
       out_->params = options_.params;
@@ -513,8 +515,17 @@ class Parser {
     }
     finish_encoding();
     out_->fields_used.clear();
-    for (int f = 0; f < kProblemFieldCount; ++f) {
-      if ((fields_used_ >> f) & 1u) out_->fields_used.push_back(problem_field_name(static_cast<ProblemField>(f)));
+    for (int f = 0; f < field_count(); ++f) {
+      if ((fields_used_ >> f) & 1u) out_->fields_used.push_back(field_name(f));
+    }
+    if (own_params_ && !options_.params.empty() && param_statements_ != options_.params.size())
+      throw CompileError{peek().line, peek().col,
+                         "the param statements name " + std::to_string(param_statements_) + " parameters but the model has " +
+                             std::to_string(options_.params.size())};
+    out_->problem = schema_;
+    out_->domains.assign(out_->params.size(), {});
+    for (size_t p = 0; p < out_->params.size() && p < domains_.size(); ++p) {
+      if (domains_[p]) out_->domains[p] = *domains_[p];
     }
   }
 
@@ -562,21 +573,95 @@ class Parser {
     }
   }
 
+  // -- the problem's fields: the definition's (`field`, CompileOptions::problem) or the convolution's
+  // A definition's own fields (or the model's, given): then the convolution's names mean nothing.
+  bool generic() const { return own_fields_ || !schema_.empty(); }
+  int field_count() const { return !generic() ? kProblemFieldCount : static_cast<int>(schema_.size()); }
+  std::string field_name(int f) const {
+    return !generic() ? problem_field_name(static_cast<ProblemField>(f)) : schema_[static_cast<size_t>(f)].name;
+  }
+  bool find_field(std::string_view name, int* index) const {
+    if (!generic()) {
+      ProblemField field;
+      if (!find_problem_field(name, &field)) return false;
+      *index = static_cast<int>(field);
+      return true;
+    }
+    for (size_t i = 0; i < schema_.size(); ++i) {
+      if (schema_[i].name == name) {
+        *index = static_cast<int>(i);
+        return true;
+      }
+    }
+    return false;
+  }
+  // An architecture name in rules: gfx names (gfx1100, gfx90a), or any other name with a digit
+  // (h100, mi300x), so that a misspelt word stays an error rather than an architecture.
+  static bool arch_symbol(std::string_view id, int64_t* value) {
+    const bool digit = std::any_of(id.begin(), id.end(), [](char c) { return is_digit(c); });
+    return (id.rfind("gfx", 0) == 0 || digit) && arch_code(id, value);
+  }
+  // A symbolic value (F, FP16, NCHW, a definition's enumeration symbol, an architecture name).
+  bool find_symbol(std::string_view id, int64_t* value, int* field) const {
+    if (!generic()) {
+      for (int f = 0; f < kProblemFieldCount; ++f) {
+        // Any architecture name has a code, so in rules only gfx names read as one (gfx1100, gfx90a);
+        // other words stay names (a misspelt parameter is an error, not an architecture).
+        if (static_cast<ProblemField>(f) == ProblemField::kArch && id.rfind("gfx", 0) != 0) continue;
+        if (find_problem_symbol(static_cast<ProblemField>(f), id, value)) {
+          *field = f;
+          return true;
+        }
+      }
+      return false;
+    }
+    for (size_t f = 0; f < schema_.size(); ++f) {
+      const ir::ProblemFieldDef& def = schema_[f];
+      if (def.kind == FieldKind::kEnumeration) {
+        auto it = std::find(def.symbols.begin(), def.symbols.end(), id);
+        if (it != def.symbols.end()) {
+          *value = it - def.symbols.begin();
+          *field = static_cast<int>(f);
+          return true;
+        }
+      } else if (def.kind == FieldKind::kArchitecture && arch_symbol(id, value)) {
+        *field = static_cast<int>(f);
+        return true;
+      }
+    }
+    return false;
+  }
+  // Whether symbol `value` of `symbol_field` is also a value of `field` (a symbol shared by two
+  // enumerations at the same position: trans_a and trans_b in {N, T}).
+  bool symbol_shared(int symbol_field, int field, int64_t value) const {
+    if (!generic()) return false;
+    const ir::ProblemFieldDef& a = schema_[static_cast<size_t>(symbol_field)];
+    const ir::ProblemFieldDef& b = schema_[static_cast<size_t>(field)];
+    if (a.kind == FieldKind::kArchitecture) return b.kind == FieldKind::kArchitecture;
+    return b.kind == FieldKind::kEnumeration && value >= 0 && static_cast<size_t>(value) < a.symbols.size() &&
+           static_cast<size_t>(value) < b.symbols.size() && a.symbols[value] == b.symbols[value];
+  }
+
   // -- names
   bool name_taken(std::string_view name, std::string* what) const {
-    ProblemField field;
+    int field = -1;
+    int64_t symbol_value = 0;
     if (lets_.count(std::string(name))) *what = "a let";
     else if (options_declared_.count(std::string(name))) *what = "an option";
     else if (param_index_.count(std::string(name))) *what = "a parameter";
-    else if (find_problem_field(name, &field)) *what = "a problem field";
+    else if (find_field(name, &field)) *what = "a problem field";
+    else if (generic() && find_symbol(name, &symbol_value, &field) &&
+             schema_[static_cast<size_t>(field)].kind == FieldKind::kEnumeration)
+      *what = "a symbol of field '" + schema_[static_cast<size_t>(field)].name + "'";
     else if (builtin(name) != nullptr) *what = "a builtin function";
     else if (is_keyword(name)) *what = "a keyword";
     else return false;
     return true;
   }
   static bool is_keyword(std::string_view name) {
-    static constexpr std::string_view kKeywords[] = {"params", "let", "option", "require", "input",
-                                                     "encode", "range", "in", "pow2"};
+    static constexpr std::string_view kKeywords[] = {"params", "let", "option", "require", "input", "encode",
+                                                     "range", "in", "pow2", "kernel", "field", "param",
+                                                     "feature", "default", "applies"};
     return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords);
   }
   static const Builtin* builtin(std::string_view name) {
@@ -593,14 +678,33 @@ class Parser {
       fail(at, "at most " + std::to_string(kMaxParameters) + " params (tunecast::kMaxParameters)");
     if (name_taken(name, &what)) fail(at, "param '" + name + "' clashes with " + what + " of the same name");
     param_index_.emplace(name, static_cast<int>(index));
+    if (domains_.size() <= index) domains_.resize(index + 1);
+  }
+
+  // A domain for parameter `p`, intersected with what it has (a constant `require p in SET`).
+  void restrict_domain(int p, std::vector<int64_t> values, const Token& at) {
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    auto& domain = domains_[static_cast<size_t>(p)];
+    if (domain) {
+      std::vector<int64_t> both;
+      std::set_intersection(domain->begin(), domain->end(), values.begin(), values.end(), std::back_inserter(both));
+      values.swap(both);
+    }
+    if (values.empty()) fail(at, "parameter '" + out_->params.at(static_cast<size_t>(p)) + "' has no value left in its domain");
+    domain = std::move(values);
   }
 
   // -- statements
   void statement() {
     const Token& keyword = peek();
     if (keyword.kind != TokenKind::kIdent)
-      fail(keyword, "expected a statement (params, let, option, require, applies, input, encode, range), found " +
-                        describe(keyword));
+      fail(keyword, "expected a statement (kernel, field, param, params, let, option, require, applies, feature, "
+                    "input, encode, range), found " + describe(keyword));
+    if (keyword.text == "kernel") return kernel_statement();
+    if (keyword.text == "field") return field_statement();
+    if (keyword.text == "param") return param_statement();
+    if (keyword.text == "feature") return feature_statement();
     if (keyword.text == "params") return params_statement();
     if (keyword.text == "let") return let_statement();
     if (keyword.text == "option") return option_statement();
@@ -609,8 +713,156 @@ class Parser {
     if (keyword.text == "input") return input_statement();
     if (keyword.text == "encode") return encode_statement();
     if (keyword.text == "range") return range_statement();
-    fail(keyword, "expected a statement (params, let, option, require, applies, input, encode, range), found " +
-                      describe(keyword));
+    fail(keyword, "expected a statement (kernel, field, param, params, let, option, require, applies, feature, "
+                  "input, encode, range), found " + describe(keyword));
+  }
+
+  // Nothing that reads names may precede the problem's fields and the parameters.
+  bool body_started() const {
+    return !lets_.empty() || !out_->constraints.empty() || !out_->applicability.empty() || encoding_ ||
+           !options_declared_.empty() || !out_->features.empty();
+  }
+
+  void kernel_statement() {
+    const Token keyword = next();
+    if (!out_->kernel.empty()) fail(keyword, "a second kernel statement");
+    if (body_started() || seen_params_ || own_fields_) fail(keyword, "kernel must be the first statement");
+    const Token& name = expect_ident("the kernel's name after 'kernel'");
+    out_->kernel = std::string(name.text);
+  }
+
+  // field NAME in [LO..HI] [default V] | field NAME in {A, B} [default A] | field NAME [default ARCH]
+  void field_statement() {
+    const Token keyword = next();
+    if (body_started() || seen_params_)
+      fail(keyword, "fields must come before every param, let, option, require, applies, feature and input");
+    if (!own_fields_ && !schema_.empty()) fail(keyword, "fields are given by the model's definition; this text cannot add any");
+    own_fields_ = true;
+    const Token& name = expect_ident("a field name after 'field'");
+    const std::string id(name.text);
+    std::string what;
+    if (name_taken(id, &what)) fail(name, "field '" + id + "' clashes with " + what);
+    if (schema_.size() >= static_cast<size_t>(kMaxProblemFields))
+      fail(name, "at most " + std::to_string(kMaxProblemFields) + " fields (tunecast::kMaxProblemFields)");
+    ir::ProblemFieldDef def;
+    def.name = id;
+    if (is_word(peek(), "in")) {
+      next();
+      if (accept("[")) {
+        def.kind = FieldKind::kInteger;
+        def.min = constant("the field's minimum");
+        expect("..", "in the field's range '[lo..hi]'");
+        def.max = constant("the field's maximum");
+        expect("]", "to close the field's range");
+        if (def.min > def.max) fail(name, "field '" + id + "': range minimum is above its maximum");
+      } else if (accept("{")) {
+        def.kind = FieldKind::kEnumeration;
+        do {
+          const Token& symbol = expect_ident("a symbol (a name) of the enumeration");
+          const std::string sym(symbol.text);
+          if (std::find(def.symbols.begin(), def.symbols.end(), sym) != def.symbols.end())
+            fail(symbol, "duplicate symbol '" + sym + "'");
+          std::string taken;
+          int other = -1;
+          int64_t other_value = 0;
+          if (find_field(sym, &other) || builtin(sym) != nullptr || is_keyword(sym))
+            fail(symbol, "symbol '" + sym + "' clashes with a field, builtin or keyword");
+          if (find_symbol(sym, &other_value, &other) && schema_[static_cast<size_t>(other)].kind == FieldKind::kEnumeration &&
+              other_value != static_cast<int64_t>(def.symbols.size()))
+            fail(symbol, "symbol '" + sym + "' is value " + std::to_string(other_value) + " of field '" +
+                             schema_[static_cast<size_t>(other)].name + "' but value " + std::to_string(def.symbols.size()) +
+                             " here (a shared symbol keeps its position)");
+          def.symbols.push_back(sym);
+        } while (accept(","));
+        expect("}", "to close the enumeration");
+        if (def.symbols.size() > 64) fail(name, "an enumeration has at most 64 symbols");
+      } else {
+        fail(peek(), "expected a range [lo..hi] or an enumeration {A, B, ...} after 'in'");
+      }
+    } else {
+      def.kind = FieldKind::kArchitecture;
+    }
+    schema_.push_back(def);  // its symbols are known from here on (a default may name one)
+    ir::ProblemFieldDef& added = schema_.back();
+    if (is_word(peek(), "default")) {
+      next();
+      const Token& value = peek();
+      if (added.kind == FieldKind::kInteger) {
+        added.default_value = constant("the field's default");
+        if (added.default_value < added.min || added.default_value > added.max)
+          fail(value, "the default of field '" + id + "' lies outside its range");
+      } else if (added.kind == FieldKind::kEnumeration) {
+        const Token& symbol = expect_ident("one of the enumeration's symbols");
+        auto it = std::find(added.symbols.begin(), added.symbols.end(), symbol.text);
+        if (it == added.symbols.end()) fail(symbol, "'" + std::string(symbol.text) + "' is not a symbol of field '" + id + "'");
+        added.default_value = it - added.symbols.begin();
+      } else {
+        const Token& arch = expect_ident("an architecture name");
+        if (!arch_code(arch.text, &added.default_value))
+          fail(arch, "'" + std::string(arch.text) + "' is not an architecture name");
+      }
+      added.has_default = true;
+    }
+  }
+
+  // param NAME in SET: a parameter and its ordered domain, position by order.
+  void param_statement() {
+    const Token keyword = next();
+    if (seen_params_ && !own_params_) fail(keyword, "param after a params statement");
+    if (body_started()) fail(keyword, "params must come before every let, option, require, applies, feature and input");
+    seen_params_ = own_params_ = true;
+    const Token& name = expect_ident("a parameter name after 'param'");
+    const std::string id(name.text);
+    const size_t position = param_statements_++;
+    if (!options_.params.empty()) {  // compiled for a model: the same names in the same order
+      if (position >= options_.params.size())
+        fail(name, "param '" + id + "' is parameter " + std::to_string(position) + " but the model has " +
+                       std::to_string(options_.params.size()));
+      if (options_.params[position] != id)
+        fail(name, "param " + std::to_string(position) + " is '" + id + "' here but '" + options_.params[position] +
+                       "' in the model");
+    } else {
+      declare_param(id, position, name);
+      out_->params.push_back(id);
+    }
+    if (!is_word(peek(), "in")) fail(peek(), "expected 'in' and the parameter's domain: param " + id + " in {1, 2, 4}");
+    const Token& in = next();
+    std::vector<int64_t> values;
+    if (accept("[")) {
+      const int64_t lo = constant("the domain's lower bound");
+      expect("..", "in the domain '[lo..hi]'");
+      const int64_t hi = constant("the domain's upper bound");
+      expect("]", "to close the domain");
+      if (lo > hi || hi - lo >= static_cast<int64_t>(kMaxSetSize))
+        fail(in, "a domain [lo..hi] needs lo <= hi and at most " + std::to_string(kMaxSetSize) + " values");
+      for (int64_t v = lo; v <= hi; ++v) values.push_back(v);
+    } else {
+      const Token& set_token = peek();
+      NodePtr set = primary();
+      if (set->kind != NodeKind::kSet) fail(set_token, "expected a domain {a, b, ...}, pow2[lo..hi] or [lo..hi]");
+      values = set->set;
+    }
+    restrict_domain(static_cast<int>(position), std::move(values), in);
+  }
+
+  // feature TRANSFORM EXPR: an encoder feature the trainer adds to its default ones.
+  void feature_statement() {
+    const Token keyword = next();
+    const Token& transform = expect_ident("a transform (raw or log2)");
+    if (transform.text != "raw" && transform.text != "log2")
+      fail(transform, "a feature's transform is raw or log2, not " + describe(transform));
+    const size_t first = pos_;
+    NodePtr tree = fold(number(expression()));
+    const std::string text = source_text(first);
+    uint32_t params = 0;
+    uint32_t fields = 0;
+    collect(*tree, &params, &fields);
+    if (params != 0)
+      fail(tokens_[first], "features read the problem alone ('" + out_->params.at(highest_bit(params)) +
+                               "' is a tuning parameter)");
+    emit(*tree, 0, keyword, text);  // checked like any program
+    fields_used_ |= fields;
+    out_->features.push_back({std::string(transform.text), text});
   }
 
   void params_statement() {
@@ -717,6 +969,17 @@ class Parser {
     }
     const uint32_t readable =
         applicability ? 0u : vm::readable_params_mask(step, order.empty() ? nullptr : order.data());
+    // `require p in SET` with a constant set (or range) over a parameter alone is its domain too.
+    if (!applicability && !tree->kids.empty() && tree->kids[0]->kind == NodeKind::kParam) {
+      if (tree->kind == NodeKind::kInSet) {
+        restrict_domain(tree->kids[0]->index, tree->set, keyword);
+      } else if (tree->kind == NodeKind::kInRange && is_const(tree->kids[1]) && is_const(tree->kids[2]) &&
+                 tree->kids[2]->value - tree->kids[1]->value < static_cast<int64_t>(kMaxSetSize)) {
+        std::vector<int64_t> values;
+        for (int64_t v = tree->kids[1]->value; v <= tree->kids[2]->value; ++v) values.push_back(v);
+        if (!values.empty()) restrict_domain(tree->kids[0]->index, std::move(values), keyword);
+      }
+    }
     ir::Constraint condition;
     condition.position = static_cast<uint32_t>(step);
     condition.program = emit(*tree, readable, keyword, text);
@@ -807,12 +1070,12 @@ class Parser {
   void range_statement() {
     const Token keyword = next();
     const Token& name = expect_ident("a problem field after 'range'");
-    ProblemField field;
-    if (!find_problem_field(name.text, &field)) fail(name, "unknown problem field '" + std::string(name.text) + "'");
+    int field = -1;
+    if (!find_field(name.text, &field)) fail(name, "unknown problem field '" + std::string(name.text) + "'");
     const int64_t lo = constant("the range's minimum");
     const int64_t hi = constant("the range's maximum");
     if (lo > hi) fail(keyword, "range minimum " + std::to_string(lo) + " is above its maximum " + std::to_string(hi));
-    const std::string canonical = problem_field_name(field);
+    const std::string canonical = field_name(field);
     for (const ir::FeatureRange& range : ranges_) {
       if (range.field == canonical) fail(name, "a second range for field '" + canonical + "'");
     }
@@ -829,8 +1092,8 @@ class Parser {
       return;
     }
     encoding_->ranges = ranges_;
-    for (int f = 0; f < kProblemFieldCount; ++f) {
-      if ((encoding_fields_ >> f) & 1u) encoding_->required_fields.push_back(problem_field_name(static_cast<ProblemField>(f)));
+    for (int f = 0; f < field_count(); ++f) {
+      if ((encoding_fields_ >> f) & 1u) encoding_->required_fields.push_back(field_name(f));
     }
     out_->encoding = std::move(encoding_);
   }
@@ -840,7 +1103,7 @@ class Parser {
     emitter.emit(tree);
     ir::Program program = emitter.take();
     const std::string what = "'" + text.substr(0, 60) + (text.size() > 60 ? "...'" : "'");
-    const Status status = vm::verify_reading(view_of(program), readable_params, what.c_str());
+    const Status status = vm::verify_reading(view_of(program), readable_params, what.c_str(), field_count());
     if (!status.is_ok()) fail(at, std::string("cannot compile this expression: ") + status.message());
     return program;
   }
@@ -937,10 +1200,11 @@ class Parser {
   void check_symbol_comparison(const Node& left, const Node& right) const {
     const Node* field = left.kind == NodeKind::kField ? &left : right.kind == NodeKind::kField ? &right : nullptr;
     const Node* symbol = left.symbol_field >= 0 ? &left : right.symbol_field >= 0 ? &right : nullptr;
-    if (field == nullptr || symbol == nullptr || field->index == symbol->symbol_field) return;
-    fail(*symbol, std::string("this symbol is a value of '") +
-                      problem_field_name(static_cast<ProblemField>(symbol->symbol_field)) + "', compared with '" +
-                      problem_field_name(static_cast<ProblemField>(field->index)) + "'");
+    if (field == nullptr || symbol == nullptr || field->index == symbol->symbol_field ||
+        symbol_shared(symbol->symbol_field, field->index, symbol->value))
+      return;
+    fail(*symbol, std::string("this symbol is a value of '") + field_name(symbol->symbol_field) + "', compared with '" +
+                      field_name(field->index) + "'");
   }
 
   NodePtr equality() {
@@ -1184,24 +1448,19 @@ class Parser {
       for (size_t i = 1; i < args.size(); ++i) result = binary(token, fn->op, result, args[i]);
       return result;
     }
-    ProblemField field;
-    if (find_problem_field(id, &field)) {
+    int field = -1;
+    if (find_field(id, &field)) {
       Node node = at(token);
       node.kind = NodeKind::kField;
-      node.index = static_cast<int>(field);
+      node.index = field;
       return make_node(std::move(node));
     }
-    for (int f = 0; f < kProblemFieldCount; ++f) {  // symbolic values: F, FP16, NCHW, gfx906...
-      int64_t value = 0;
-      // Any architecture name has a code, so in rules only gfx names read as one (gfx1100, gfx90a);
-      // other words stay names (a misspelt parameter is an error, not an architecture).
-      if (static_cast<ProblemField>(f) == ProblemField::kArch && id.rfind("gfx", 0) != 0) continue;
-      if (find_problem_symbol(static_cast<ProblemField>(f), id, &value)) {
-        Node node = at(token);
-        node.value = value;
-        node.symbol_field = f;
-        return make_node(std::move(node));
-      }
+    int64_t value = 0;
+    if (find_symbol(id, &value, &field)) {  // symbolic values: F, FP16, NCHW, gfx906, a definition's...
+      Node node = at(token);
+      node.value = value;
+      node.symbol_field = field;
+      return make_node(std::move(node));
     }
     if (auto future = future_lets_.find(id); future != future_lets_.end())
       fail(token, "let '" + id + "' used before its definition (line " + std::to_string(future->second) + ")");
@@ -1233,6 +1492,11 @@ class Parser {
   std::map<std::string, int64_t> options_declared_;
   std::map<std::string, int> param_index_;
   bool seen_params_ = false;
+  bool own_params_ = false;  // named by `param` statements
+  size_t param_statements_ = 0;
+  bool own_fields_ = false;  // `field` statements
+  std::vector<ir::ProblemFieldDef> schema_;  // empty: the convolution problem
+  std::vector<std::optional<std::vector<int64_t>>> domains_;  // per parameter
   const std::vector<std::string>* current_args_ = nullptr;
   int parse_depth_ = 0;  // unary() frames on the stack
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -82,6 +83,22 @@ std::string short_problem_text(const Problem& problem) {
 }  // namespace
 
 void ProblemTimings::add(std::vector<int64_t> values, Timing timing) {
+  const auto existing = by_values_.find(values);
+  if (existing != by_values_.end()) {  // measured again: median of ok runs, failed if any run failed
+    Timing& t = existing->second;
+    std::vector<double>& samples = samples_[values];
+    if (samples.empty() && t.ok) samples.push_back(t.time);
+    if (timing.ok) samples.push_back(timing.time);
+    if (!timing.ok) t = timing;
+    if (t.ok) {
+      std::vector<double> sorted = samples;
+      std::sort(sorted.begin(), sorted.end());
+      const size_t n = sorted.size();
+      t.time = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    }
+    settle();
+    return;
+  }
   if (timing.ok) {
     if (!has_optimum_ || timing.time < optimum_) {
       optimum_ = timing.time;
@@ -90,8 +107,22 @@ void ProblemTimings::add(std::vector<int64_t> values, Timing timing) {
     slowest_ = has_optimum_ ? std::max(slowest_, timing.time) : timing.time;
     has_optimum_ = true;
   }
-  auto [it, inserted] = by_values_.emplace(values, std::move(timing));
-  if (inserted) order_.push_back(std::move(values));
+  by_values_.emplace(values, std::move(timing));
+  order_.push_back(std::move(values));
+}
+
+void ProblemTimings::settle() {
+  has_optimum_ = false;
+  for (const std::vector<int64_t>& config : order_) {
+    const Timing& t = by_values_.at(config);
+    if (!t.ok) continue;
+    if (!has_optimum_ || t.time < optimum_) {
+      optimum_ = t.time;
+      optimal_ = config;
+    }
+    slowest_ = has_optimum_ ? std::max(slowest_, t.time) : t.time;
+    has_optimum_ = true;
+  }
 }
 
 const ProblemTimings::Timing* ProblemTimings::find(const std::vector<int64_t>& values) const {
@@ -114,13 +145,32 @@ bool is_xz_file(const std::string& path) {
   return in.gcount() == 6 && std::memcmp(head, "\xFD" "7zXZ\0", 6) == 0;
 }
 
-Status TimingDb::open(const std::string& path, const std::string& solver, TimingDb* out) {
+Status TimingDb::open(const std::string& path, const std::string& solver, TimingDb* out, const ProblemSchema* schema) {
   *out = TimingDb();
   if (is_xz_file(path)) {
     return Status::error(StatusCode::kInvalidArgument, "%s is xz-compressed: decompress it first (xz -dk %s)",
                          path.c_str(), path.c_str());
   }
+  {
+    sqlite3* probe = nullptr;
+    bool generic = false;
+    if (sqlite3_open_v2(path.c_str(), &probe, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* stmt = nullptr;
+      generic = sqlite3_prepare_v2(probe, "SELECT id, problem FROM problems LIMIT 0", -1, &stmt, nullptr) == SQLITE_OK;
+      sqlite3_finalize(stmt);
+    }
+    sqlite3_close(probe);
+    if (generic) {
+      TUNECAST_RETURN_IF_ERROR(open_generic(path, schema, out));
+      if (!solver.empty() && solver != out->solver_) {
+        return Status::error(StatusCode::kNotFound, "timing DB %s records kernel %s, not %s", path.c_str(),
+                             out->solver_.c_str(), solver.c_str());
+      }
+      return Status::ok();
+    }
+  }
   TUNECAST_RETURN_IF_ERROR(PerfDb::open(path, &out->db_));
+  out->path_ = path;
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     sqlite3_close(raw);
@@ -182,6 +232,8 @@ std::optional<std::string> TimingDb::meta(const std::string& key) const {
 Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
   *out = ProblemTimings();
   const std::string& file = path();
+  const char* sql = generic_ ? "SELECT params, time_us, status FROM timings WHERE problem = ?1 ORDER BY rowid"
+                             : "SELECT params, time_us, status FROM timings WHERE config = ?1 ORDER BY rowid";
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     sqlite3_close(raw);
@@ -190,7 +242,7 @@ Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
   std::unique_ptr<sqlite3, SqliteCloser> db(raw);
   StatementPtr stmt;
   TUNECAST_RETURN_IF_ERROR(
-      prepare(db.get(), file, "SELECT params, time_us, status FROM timings WHERE config = ?1 ORDER BY rowid", &stmt));
+      prepare(db.get(), file, sql, &stmt));
   sqlite3_bind_int64(stmt.get(), 1, config_id);
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
@@ -224,7 +276,76 @@ Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
   return Status::ok();
 }
 
+Status TimingDb::find_problem_text(const std::string& text, size_t* index) const {
+  for (size_t i = 0; i < problems_.size(); ++i) {
+    if (problems_[i].text == text) {
+      *index = i;
+      return Status::ok();
+    }
+  }
+  return Status::error(StatusCode::kNotFound, "problem %s is not in timing DB %s (%zu %s problems recorded)",
+                       text.c_str(), path().c_str(), problems_.size(), solver_.c_str());
+}
+
+Status TimingDb::open_generic(const std::string& path, const ProblemSchema* schema, TimingDb* out) {
+  out->generic_ = true;
+  out->path_ = path;
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(raw);
+    return Status::error(StatusCode::kIoError, "cannot open timing DB %s", path.c_str());
+  }
+  std::unique_ptr<sqlite3, SqliteCloser> db(raw);
+  StatementPtr stmt;
+  if (prepare(db.get(), path, "SELECT key, value FROM meta", &stmt)) {
+    while (sqlite3_step(stmt.get()) == SQLITE_ROW) out->meta_[text_of(stmt.get(), 0)] = text_of(stmt.get(), 1);
+  }
+  const auto kernel = out->meta_.find("solver");
+  if (kernel == out->meta_.end() || kernel->second.empty()) {
+    return Status::error(StatusCode::kInvalidArgument, "timing DB %s names no kernel (meta solver; docs/kernels.md)",
+                         path.c_str());
+  }
+  out->solver_ = kernel->second;
+  if (const auto it = out->meta_.find("params"); it != out->meta_.end() && !it->second.empty()) {
+    out->names_ = split_names(it->second);
+  }
+  Status s = prepare(db.get(), path, "SELECT problem, params, time_us, status FROM timings LIMIT 0", &stmt);
+  if (!s) {
+    return Status::error(StatusCode::kNotFound,
+                         "timing DB %s has no table timings(problem, params, time_us, status) (docs/kernels.md)",
+                         path.c_str());
+  }
+  std::map<int64_t, std::vector<int64_t>> tuned;
+  if (prepare(db.get(), path, "SELECT problem, params FROM perf_db", &stmt)) {
+    while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+      std::vector<int64_t> values;
+      if (parse_param_list(text_of(stmt.get(), 1), &values)) tuned[sqlite3_column_int64(stmt.get(), 0)] = values;
+    }
+  }
+  TUNECAST_RETURN_IF_ERROR(prepare(db.get(), path, "SELECT id, problem FROM problems ORDER BY id", &stmt));
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    TimingProblem p;
+    p.config_id = sqlite3_column_int64(stmt.get(), 0);
+    p.text = text_of(stmt.get(), 1);
+    if (schema != nullptr) {
+      const Status parsed = parse_problem(*schema, p.text, &p.problem);
+      if (!parsed) {
+        return Status::error(StatusCode::kInvalidArgument, "timing DB %s: problem %lld '%.80s': %s", path.c_str(),
+                             static_cast<long long>(p.config_id), p.text.c_str(), parsed.message());
+      }
+    }
+    if (const auto it = tuned.find(p.config_id); it != tuned.end()) p.tuned = it->second;
+    out->problems_.push_back(std::move(p));
+  }
+  return Status::ok();
+}
+
 Status TimingDb::find_problem(const Problem& problem, size_t* index) const {
+  if (generic_) {
+    return Status::error(StatusCode::kInvalidArgument,
+                         "timing DB %s is keyed by its kernel definition: look problems up by their canonical text",
+                         path().c_str());
+  }
   std::vector<size_t> matches;
   for (size_t i = 0; i < problems_.size(); ++i) {
     const Problem& row = problems_[i].problem;
@@ -300,6 +421,198 @@ BenchmarkStatus Replay::operator()(const int64_t* values, int count, double* tim
   if (!timing->ok) return BenchmarkStatus::kFailed;
   *time = timing->time;
   return BenchmarkStatus::kOk;
+}
+
+// ---- the recorder ----------------------------------------------------------------------------
+
+namespace {
+
+std::string quoted_name(const std::string& name) { return "\"" + name + "\""; }
+
+Status exec(sqlite3* db, const std::string& path, const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const Status s = Status::error(StatusCode::kIoError, "timing DB %s: %s", path.c_str(), error ? error : "?");
+    sqlite3_free(error);
+    return s;
+  }
+  return Status::ok();
+}
+
+std::string joined_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "" : ",") + n;
+  return text;
+}
+
+}  // namespace
+
+TimingRecorder::~TimingRecorder() { sqlite3_close(static_cast<sqlite3*>(db_)); }
+
+TimingRecorder::TimingRecorder(TimingRecorder&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+  other.db_ = nullptr;
+}
+
+TimingRecorder& TimingRecorder::operator=(TimingRecorder&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close(static_cast<sqlite3*>(db_));
+    db_ = other.db_;
+    path_ = std::move(other.path_);
+    other.db_ = nullptr;
+  }
+  return *this;
+}
+
+Status TimingRecorder::open(const std::string& path, const RecordingInfo& info, TimingRecorder* out) {
+  *out = TimingRecorder();
+  if (is_xz_file(path)) {
+    return Status::error(StatusCode::kInvalidArgument, "%s is xz-compressed: decompress it first (xz -dk %s)",
+                         path.c_str(), path.c_str());
+  }
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    const Status s = Status::error(StatusCode::kIoError, "cannot open or create timing DB %s: %s", path.c_str(),
+                                   raw ? sqlite3_errmsg(raw) : "out of memory");
+    sqlite3_close(raw);
+    return s;
+  }
+  out->db_ = raw;
+  out->path_ = path;
+  sqlite3_busy_timeout(raw, 30000);  // shards of one fleet may share a file on one host
+  // WAL: a reader (eval-search, another tune) never blocks the recorder, and a kill loses nothing
+  // committed.
+  TUNECAST_RETURN_IF_ERROR(exec(raw, path, "PRAGMA journal_mode=WAL"));
+  std::map<std::string, std::string> meta;
+  StatementPtr stmt;
+  const bool existing = prepare(raw, path, "SELECT key, value FROM meta", &stmt).is_ok();
+  if (existing) {
+    while (sqlite3_step(stmt.get()) == SQLITE_ROW) meta[text_of(stmt.get(), 0)] = text_of(stmt.get(), 1);
+    stmt.reset();
+    if (meta["format"] != "tunecast-timings/2") {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "%s is not a tunecast-timings/2 DB (meta format '%s'): record into a new file",
+                           path.c_str(), meta["format"].c_str());
+    }
+    const std::string params = joined_names(info.params), fields = joined_names(info.fields);
+    if (meta["solver"] != info.kernel || meta["params"] != params || meta["fields"] != fields) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "timing DB %s records kernel %s (params %s; fields %s), not %s (params %s; fields %s)",
+                           path.c_str(), meta["solver"].c_str(), meta["params"].c_str(), meta["fields"].c_str(),
+                           info.kernel.c_str(), params.c_str(), fields.c_str());
+    }
+    return Status::ok();
+  }
+  std::string columns;
+  for (size_t f = 0; f < info.fields.size(); ++f) {
+    columns += ", " + quoted_name(info.fields[f]) + (f < info.integer_fields.size() && info.integer_fields[f] ? " INTEGER" : " TEXT");
+  }
+  std::string sql = "BEGIN;"
+                    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                    "CREATE TABLE problems(id INTEGER PRIMARY KEY, problem TEXT NOT NULL UNIQUE" + columns + ");"
+                    "CREATE TABLE timings(problem INTEGER NOT NULL REFERENCES problems(id), params TEXT NOT NULL, "
+                    "time_us REAL, status TEXT NOT NULL);"
+                    "CREATE INDEX timings_problem ON timings(problem);"
+                    "COMMIT;";
+  TUNECAST_RETURN_IF_ERROR(exec(raw, path, sql));
+  TUNECAST_RETURN_IF_ERROR(prepare(raw, path, "INSERT INTO meta(key, value) VALUES (?1, ?2)", &stmt));
+  const std::pair<std::string, std::string> rows[] = {
+      {"format", "tunecast-timings/2"},       {"solver", info.kernel},
+      {"params", joined_names(info.params)},  {"fields", joined_names(info.fields)},
+      {"time_unit", "us"},                    {"definition", info.definition},
+  };
+  for (const auto& [key, value] : rows) {
+    sqlite3_bind_text(stmt.get(), 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt.get(), 2, value.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(stmt.get()) != SQLITE_DONE) {
+      return Status::error(StatusCode::kIoError, "timing DB %s: %s", path.c_str(), sqlite3_errmsg(raw));
+    }
+    sqlite3_reset(stmt.get());
+  }
+  return Status::ok();
+}
+
+Status TimingRecorder::problem(const std::string& text, const std::vector<std::string>& field_values, int64_t* id) {
+  sqlite3* db = static_cast<sqlite3*>(db_);
+  StatementPtr stmt;
+  TUNECAST_RETURN_IF_ERROR(prepare(db, path_, "SELECT id FROM problems WHERE problem = ?1", &stmt));
+  sqlite3_bind_text(stmt.get(), 1, text.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    *id = sqlite3_column_int64(stmt.get(), 0);
+    return Status::ok();
+  }
+  std::string placeholders;
+  for (size_t i = 0; i < field_values.size(); ++i) placeholders += ", ?" + std::to_string(i + 2);
+  // Field columns in table order (the meta's fields, the order they were created in).
+  StatementPtr names;
+  TUNECAST_RETURN_IF_ERROR(prepare(db, path_, "SELECT * FROM problems LIMIT 0", &names));
+  const int count = sqlite3_column_count(names.get());
+  if (count != static_cast<int>(field_values.size()) + 2) {
+    return Status::error(StatusCode::kInvalidArgument, "timing DB %s: table problems has %d field columns, the kernel %zu",
+                         path_.c_str(), count - 2, field_values.size());
+  }
+  std::string columns;
+  for (int c = 2; c < count; ++c) columns += ", " + quoted_name(sqlite3_column_name(names.get(), c));
+  TUNECAST_RETURN_IF_ERROR(prepare(db, path_, ("INSERT INTO problems(problem" + columns + ") VALUES (?1" + placeholders + ")").c_str(), &stmt));
+  sqlite3_bind_text(stmt.get(), 1, text.c_str(), -1, SQLITE_TRANSIENT);
+  for (size_t i = 0; i < field_values.size(); ++i) {
+    const std::string& v = field_values[i];
+    char* end = nullptr;
+    const long long number = std::strtoll(v.c_str(), &end, 10);
+    if (!v.empty() && *end == '\0') {
+      sqlite3_bind_int64(stmt.get(), static_cast<int>(i) + 2, number);
+    } else {
+      sqlite3_bind_text(stmt.get(), static_cast<int>(i) + 2, v.c_str(), -1, SQLITE_TRANSIENT);
+    }
+  }
+  if (sqlite3_step(stmt.get()) != SQLITE_DONE) {
+    return Status::error(StatusCode::kIoError, "timing DB %s: adding problem %s: %s", path_.c_str(), text.c_str(),
+                         sqlite3_errmsg(db));
+  }
+  *id = sqlite3_last_insert_rowid(db);
+  return Status::ok();
+}
+
+Status TimingRecorder::measurements(int64_t problem, std::vector<Measurement>* out) const {
+  out->clear();
+  sqlite3* db = static_cast<sqlite3*>(db_);
+  StatementPtr stmt;
+  TUNECAST_RETURN_IF_ERROR(
+      prepare(db, path_, "SELECT params, time_us, status FROM timings WHERE problem = ?1 ORDER BY rowid", &stmt));
+  sqlite3_bind_int64(stmt.get(), 1, problem);
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    Measurement m;
+    m.params = text_of(stmt.get(), 0);
+    m.status = text_of(stmt.get(), 2);
+    m.ok = m.status == "ok" && sqlite3_column_type(stmt.get(), 1) != SQLITE_NULL;
+    m.time = m.ok ? sqlite3_column_double(stmt.get(), 1) : 0.0;
+    out->push_back(std::move(m));
+  }
+  return Status::ok();
+}
+
+Status TimingRecorder::append(int64_t problem, const Measurement& m, bool* added) {
+  sqlite3* db = static_cast<sqlite3*>(db_);
+  StatementPtr stmt;
+  TUNECAST_RETURN_IF_ERROR(prepare(db, path_,
+                                   "INSERT INTO timings(problem, params, time_us, status) SELECT ?1, ?2, ?3, ?4 "
+                                   "WHERE NOT EXISTS (SELECT 1 FROM timings WHERE problem = ?1 AND params = ?2 AND "
+                                   "status = ?4 AND time_us IS ?3)",
+                                   &stmt));
+  sqlite3_bind_int64(stmt.get(), 1, problem);
+  sqlite3_bind_text(stmt.get(), 2, m.params.c_str(), -1, SQLITE_TRANSIENT);
+  if (m.ok) {
+    sqlite3_bind_double(stmt.get(), 3, m.time);
+  } else {
+    sqlite3_bind_null(stmt.get(), 3);
+  }
+  const std::string status = m.ok ? "ok" : (m.status.empty() || m.status == "ok" ? "fail" : m.status);
+  sqlite3_bind_text(stmt.get(), 4, status.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(stmt.get()) != SQLITE_DONE) {
+    return Status::error(StatusCode::kIoError, "timing DB %s: recording a measurement: %s", path_.c_str(),
+                         sqlite3_errmsg(db));
+  }
+  if (added) *added = sqlite3_changes(db) > 0;
+  return Status::ok();
 }
 
 }  // namespace tunecast::codegen

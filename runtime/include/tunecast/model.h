@@ -19,8 +19,9 @@
 namespace tunecast {
 
 // 2: vocabulary.decode_order (a runtime of version 1 would decode such a model in the wrong order);
-// blobs without one are still written as version 1.
-constexpr uint32_t kFormatVersion = 2;
+// 3: a problem schema of its own or no graph (a kernel definition alone); blobs without these are
+// still written as version 1 or 2.
+constexpr uint32_t kFormatVersion = 3;
 
 // Structural limits checked at load. They size the fixed tables of a Model, so a blob beyond them
 // is refused with a clear message rather than handled with heap memory.
@@ -95,6 +96,16 @@ class Model {
   const GraphInfo& graph(int index) const { return graphs_[index]; }
   int graph_count() const { return graph_count_; }
   bool is_seq2seq() const { return root_->seq2seq() != nullptr; }
+  // Whether the model predicts at all: false for a kernel definition compiled alone (no graph;
+  // docs/kernels.md), which still has parameters, domains, constraints and a problem schema.
+  bool has_predictor() const { return graph_count_ > 0; }
+
+  // The problem the model's encoding and constraints read: its own schema, or the built-in
+  // convolution problem.
+  ProblemSchema problem_schema() const { return ProblemSchema(root_ ? root_->problem() : nullptr); }
+  // The kernel definition's ordered domain of a parameter position (ascending, distinct), when the
+  // blob carries one; false and nothing written otherwise (the vocabulary's values are the space).
+  bool parameter_domain(int position, const int64_t** values, int* count) const;
 
   // Bytes of scratch memory a prediction with beams up to `max_beam` needs (run_graph with
   // batches up to `max_beam` as well).
@@ -127,7 +138,7 @@ class Model {
   const uint16_t* constraint_order() const { return constraint_order_; }
   int constraint_begin(int step) const { return constraint_begin_[step]; }
 
-  // Problem fields the encoding and constraints read (bit per ProblemField).
+  // Problem fields the encoding reads (bit per field of problem_schema()).
   uint32_t required_fields() const { return required_fields_; }
 
   // The encoding's training ranges, resolved to fields at load (several ranges of one field
@@ -155,8 +166,8 @@ class Model {
   int constraint_begin_[kMaxParameters + 1] = {};
   uint32_t required_fields_ = 0;
   uint32_t ranged_fields_ = 0;
-  int64_t range_min_[kProblemFieldCount] = {};
-  int64_t range_max_[kProblemFieldCount] = {};
+  int64_t range_min_[kMaxProblemFields] = {};
+  int64_t range_max_[kMaxProblemFields] = {};
   int arch_count_ = 0;
   int64_t arch_codes_[kMaxArchs] = {};
 };

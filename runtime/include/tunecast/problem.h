@@ -1,8 +1,12 @@
-// A convolution problem as named integer fields, the vocabulary shared by feature encodings,
-// constraints, the CLI's --problem option and the perf-DB reader. The field table is part of the
-// artifact format: constraint bytecode refers to fields by index, so new fields are only appended.
+// A problem as named integer fields, the vocabulary shared by feature encodings, constraints, the
+// CLI's --problem option and the timing and perf-DB readers. Which fields exist is a kernel's
+// problem schema (ProblemSchema below): MIOpen's convolution problem, built in (ProblemField), or
+// the fields a kernel definition declares (docs/kernels.md), carried by the model. The built-in
+// field table is part of the artifact format: constraint bytecode refers to fields by index, so
+// new fields are only appended.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -40,6 +44,9 @@ enum class ProblemField : int {
 };
 
 constexpr int kProblemFieldCount = static_cast<int>(ProblemField::kCount);
+// Fields of any problem schema (a definition declares at most this many).
+constexpr int kMaxProblemFields = 32;
+static_assert(kProblemFieldCount <= kMaxProblemFields, "the convolution problem fits every schema's limit");
 
 // Symbolic values of the enumerated fields.
 enum Direction : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2 };
@@ -57,16 +64,21 @@ constexpr int64_t kArchNameCodeBase = 64;
 // "-generic" (gfx10-3-generic, gfx1201, mi300x-oam...).
 constexpr int kMaxArchNameLength = 24;
 
+// Field i's value is values[i], i an index of the problem's schema (ProblemField for the built-in
+// convolution problem).
 struct Problem {
-  int64_t values[kProblemFieldCount] = {};
+  int64_t values[kMaxProblemFields] = {};
   uint32_t present = 0;  // bit i: field i was set explicitly
 
-  void set(ProblemField field, int64_t value) {
-    values[static_cast<int>(field)] = value;
-    present |= 1u << static_cast<int>(field);
+  void set(int field, int64_t value) {
+    values[field] = value;
+    present |= 1u << field;
   }
-  int64_t get(ProblemField field) const { return values[static_cast<int>(field)]; }
-  bool has(ProblemField field) const { return (present >> static_cast<int>(field)) & 1u; }
+  int64_t get(int field) const { return values[field]; }
+  bool has(int field) const { return (present >> field) & 1u; }
+  void set(ProblemField field, int64_t value) { set(static_cast<int>(field), value); }
+  int64_t get(ProblemField field) const { return get(static_cast<int>(field)); }
+  bool has(ProblemField field) const { return has(static_cast<int>(field)); }
 };
 
 // Canonical name of a field ("n", "stride_h"...).
@@ -110,5 +122,61 @@ Status parse_problem(std::string_view text, Problem* problem);
 
 // Writes "dir=F,dtype=FP32,..." for every present field. Returns the length (snprintf semantics).
 int format_problem(const Problem& problem, char* buffer, size_t size);
+
+// ---------------------------------------------------------------------------------------------
+// Problem schemas: which fields a kernel's problem has (docs/kernels.md).
+
+namespace schema {
+struct ProblemSchema;
+}
+
+enum class FieldKind : uint8_t {
+  kInteger = 0,       // an int64 in [min, max]
+  kEnumeration = 1,   // symbol i has value i
+  kArchitecture = 2,  // any architecture name (arch_code)
+};
+
+// A read-only view of a problem schema: the built-in convolution problem (default constructed), or
+// a model's ProblemSchema table (verified at load: Model::problem_schema()). Copyable, no heap.
+class ProblemSchema {
+ public:
+  ProblemSchema() = default;
+  // `table` must have passed verify_problem_schema (Model::load does); null: the convolution.
+  explicit ProblemSchema(const schema::ProblemSchema* table) : table_(table) {}
+
+  bool builtin() const { return table_ == nullptr; }
+  const schema::ProblemSchema* table() const { return table_; }
+  int field_count() const;
+  const char* field_name(int field) const;
+  FieldKind field_kind(int field) const;
+  // By canonical name (and, for the convolution, MIOpen's aliases). False if unknown.
+  bool find_field(std::string_view name, int* field) const;
+  // A symbolic value of an enumerated or architecture field. False if the field takes no such value.
+  bool find_symbol(int field, std::string_view symbol, int64_t* value) const;
+  // The symbol of a value (decoded architectures as problem_symbol_name), or nullptr for numbers.
+  const char* symbol_name(int field, int64_t value) const;
+  int symbol_count(int field) const;  // an enumeration's symbols (0 for other kinds)
+  bool has_default(int field) const;
+  int64_t default_value(int field) const;
+  int64_t min_value(int field) const;  // the integer range; every int64 for the other kinds
+  int64_t max_value(int field) const;
+
+ private:
+  const schema::ProblemSchema* table_ = nullptr;
+};
+
+// Checks an untrusted schema table: 1..kMaxProblemFields fields, names [A-Za-z_][A-Za-z0-9_]*
+// unique, known kinds, min <= max, enumerations of 1..64 symbols, defaults inside the field.
+Status verify_problem_schema(const schema::ProblemSchema* table);
+
+// Parses `name=value` items (',', ';' or whitespace between them) into the schema's fields, then
+// fills the defaults of the fields not given. Unknown names, repeated fields, a value outside the
+// field's range or enumeration, and a required field (no default) left unset are errors naming the
+// field. The built-in schema parses as parse_problem(text, problem) below.
+Status parse_problem(const ProblemSchema& schema, std::string_view text, Problem* problem);
+
+// "m=4096,n=4096,dtype=FP16,arch=h100": every present field in schema order, symbols by name (the
+// canonical text of docs/kernels.md). snprintf semantics.
+int format_problem(const ProblemSchema& schema, const Problem& problem, char* buffer, size_t size);
 
 }  // namespace tunecast

@@ -104,6 +104,11 @@ struct SearchOptions {
   bool use_model_constraints = true;
   Validator validator;
 
+  // Exploring without a predictor (a kernel definition alone, or a SearchSpace with no start):
+  // configs drawn from the space with this seed, valid ones only. Same seed, same timings: same
+  // proposals.
+  uint64_t seed = 0;
+
   SearchObserver observer;
 };
 
@@ -143,11 +148,21 @@ inline int default_explore(int beam_width, int budget) {
   return static_cast<int>(share < 1 ? 1 : share < beam_width ? share : beam_width);
 }
 
+// The model-free explore phase's default length: random valid configs before the first descent
+// (docs/search.md, "Without a predictor").
+inline int default_free_explore(int budget) {
+  const long long share = (static_cast<long long>(budget) * 3 + 5) / 10;
+  return static_cast<int>(share < 1 ? 1 : share);
+}
+
 // Bytes of scratch a search from `model` with `options` needs (predict's scratch for the beam, the
 // candidates, the value lists and the visited-config table, sized from options.budget).
 size_t search_scratch_bytes(const Model& model, const SearchOptions& options);
 
-// Explore with the model's beam, then exploit. Writes min(benchmarks, history_capacity) trials to
+// Explore with the model's beam (or, for a model without a predictor, a kernel definition alone,
+// with configs drawn from the space: SearchOptions::seed), then exploit. The space is each
+// parameter's definition domain when the model carries one (values the predictor never emits stay
+// reachable), else its vocabulary's values. Writes min(benchmarks, history_capacity) trials to
 // `history` (may be null when the capacity is 0) and fills `result`, also when it returns an error
 // after some benchmarks. Errors: kInvalidArgument (options, arguments, a time that is negative or
 // not finite), kBufferTooSmall, predict's errors (kNoValidCandidate: nothing to start from), and
@@ -171,7 +186,9 @@ size_t search_scratch_bytes(const SearchSpace& space, const SearchOptions& optio
 
 // Coordinate descent from `start` (parameter_count values, each one of its parameter's values;
 // benchmarked first, in the explore phase), with the same exploit and acceptance as the search from
-// a model. options.beam_width, explore, use_model_constraints and validator are not used.
+// a model. `start` null: explore with configs drawn from the space (options.seed, options.explore
+// or default_free_explore), then descend from the best, restarting from new draws when it converges.
+// options.beam_width, use_model_constraints and validator are not used.
 Status search(const SearchSpace& space, const int64_t* start, const SearchOptions& options,
               Benchmark benchmark, void* scratch, size_t scratch_size, SearchTrial* history,
               int history_capacity, SearchResult* result);

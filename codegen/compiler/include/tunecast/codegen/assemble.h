@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tunecast/codegen/model_ir.h"
+#include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/status.h"
 
 namespace tunecast::codegen {
@@ -23,5 +24,10 @@ Status attach_rules(ir::Model* model, const std::string& rules_path,
 // trainer's tools/tunecast_train/features.py encoding_digest computes the same from .tce text):
 // `input R x C`, then per feature `R C TRANSFORM[:ARGS] EXPR` with the blanks of EXPR removed.
 std::string encoding_digest(const ir::Encoding& encoding);
+
+// A kernel definition alone as a model (docs/kernels.md): no graph, a vocabulary of the domains,
+// the constraints, applicability and problem schema; the search runs on it without a predictor.
+// Every parameter needs a domain. `source` names the definition in messages and metadata.
+Status definition_model(const rules::CompiledRules& rules, const std::string& source, ir::Model* model);
 
 }  // namespace tunecast::codegen

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tunecast/problem.h"
 #include "tunecast/tunecast_model_generated.h"
 
 namespace tunecast::ir {
@@ -89,6 +90,7 @@ struct Seq2Seq {
 struct Parameter {
   std::string name;
   std::vector<uint16_t> tokens;  // empty: every non-end token
+  std::vector<int64_t> domain;   // the kernel definition's ordered domain; empty: none (schema: Parameter.domain)
 };
 
 struct Vocabulary {
@@ -156,7 +158,20 @@ struct Encoding {
   std::vector<FeatureRange> ranges;
 };
 
+// A problem field of a kernel definition (schema: ProblemFieldDef; docs/kernels.md).
+struct ProblemFieldDef {
+  std::string name;
+  FieldKind kind = FieldKind::kInteger;
+  int64_t min = 0;
+  int64_t max = 0;
+  std::vector<std::string> symbols;  // kEnumeration
+  bool has_default = false;
+  int64_t default_value = 0;
+};
+
 struct Model {
+  // The problem's fields; empty: MIOpen's convolution problem (built in).
+  std::vector<ProblemFieldDef> problem;
   std::string name;
   std::vector<Graph> graphs;
   std::optional<Seq2Seq> seq2seq;

@@ -15,8 +15,22 @@
 
 namespace tunecast::rules {
 
+// An encoder feature a definition derives from the problem (`feature log2 EXPR`).
+struct DerivedFeature {
+  std::string transform;  // "raw" or "log2"
+  std::string text;       // the expression's source text
+};
+
 struct CompiledRules {
-  std::vector<std::string> params;          // from `params` statement (empty if none)
+  std::string kernel;                       // `kernel NAME` ("" if none)
+  // The problem's fields (`field` statements, or CompileOptions::problem); empty: the built-in
+  // convolution problem.
+  std::vector<ir::ProblemFieldDef> problem;
+  std::vector<std::string> params;          // from `params` / `param` statements (empty if none)
+  // Per parameter, its ordered domain: `param NAME in SET`, else the intersection of its constant
+  // `require NAME in SET` rules; empty: none.
+  std::vector<std::vector<int64_t>> domains;
+  std::vector<DerivedFeature> features;     // `feature` statements
   std::vector<ir::Constraint> constraints;  // position = max param position referenced (0 if none)
   std::vector<ir::Constraint> applicability;  // `applies` statements (problem alone, position 0)
   std::optional<ir::Encoding> encoding;     // present if the text has an `input` statement
@@ -34,7 +48,19 @@ struct CompileOptions {
   // decode_order[s]). A constraint is placed at the first step at which every parameter it reads
   // is known. Empty: the parameters' own order.
   std::vector<uint8_t> decode_order;
+  // The problem's fields when the text declares none (an encoding or rules file compiled for a
+  // kernel definition's model); empty: the built-in convolution problem.
+  std::vector<ir::ProblemFieldDef> problem;
 };
+
+// Whether every parameter has a domain (a definition a search can run on without a model).
+inline bool has_domains(const CompiledRules& rules) {
+  if (rules.params.empty() || rules.domains.size() != rules.params.size()) return false;
+  for (const auto& d : rules.domains) {
+    if (d.empty()) return false;
+  }
+  return true;
+}
 
 // `source` names the file in messages: "ConvAsm1x1U.tcr:12:5: unknown name 'kmult'".
 Status compile(std::string_view text, std::string_view source, CompiledRules* out);

@@ -1,7 +1,9 @@
-// Recorded exhaustive measurements for replaying a tuning search (tunecast tune --replay,
-// tunecast eval-search): tunecast's timing DB, a SQLite file laid out like a MIOpen perf DB
-// (tables config and perf_db, read by perfdb.h) plus `timings(config, params, time_us, status)`,
-// one row per (problem, config), and `meta(key, value)`; docs/search.md describes it. Host-only.
+// Recorded measurements for replaying a tuning search (tunecast tune --replay, eval-search,
+// check --timings) and the recorder that writes them (tune --record). Two layouts, both SQLite:
+// the definition-keyed timing DB `tunecast-timings/2` (tables meta, problems with a column per
+// problem field, timings(problem, params, time_us, status); docs/kernels.md), which the recorder
+// writes; and the MIOpen-keyed one of issue 25 (tables config and perf_db as a perf DB, read by
+// perfdb.h, plus timings(config, ...); docs/search.md), still read. Host-only.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@ class ProblemTimings {
     std::string status;  // "ok", or the failure kind ("out_of_resources", "InvalidConfig"...)
   };
 
+  // A config measured again: its ok times are kept by their median; any failed run fails it.
   void add(std::vector<int64_t> values, Timing timing);
   // The recorded timing of `values`, or null when the config was not recorded.
   const Timing* find(const std::vector<int64_t>& values) const;
@@ -40,7 +43,9 @@ class ProblemTimings {
   std::vector<int64_t> values_of(size_t p) const;
 
  private:
+  void settle();  // optimum and slowest from by_values_ (after a repeated config)
   std::map<std::vector<int64_t>, Timing> by_values_;
+  std::map<std::vector<int64_t>, std::vector<double>> samples_;  // configs recorded more than once
   std::vector<std::vector<int64_t>> order_;
   bool has_optimum_ = false;
   double optimum_ = 0.0;
@@ -49,18 +54,24 @@ class ProblemTimings {
 };
 
 struct TimingProblem {
-  Problem problem;               // from the config row (perfdb.h's reading), arch from the file name
-  int64_t config_id = 0;
-  std::vector<int64_t> tuned;    // perf_db's params: the fastest recorded config
+  Problem problem;               // from the config row (perfdb.h's reading), arch from the file name;
+                                 // a definition-keyed DB's: parsed with the schema given to open()
+  int64_t config_id = 0;         // config.id, or problems.id
+  std::vector<int64_t> tuned;    // perf_db's params: the fastest recorded config (may be empty)
+  std::string text;              // a definition-keyed DB's canonical problem text
 };
 
 class TimingDb {
  public:
   // Opens `path` read-only: tables config, perf_db (PerfDb::open's checks), timings and meta.
   // `solver` picks the perf_db rows; empty: meta's 'solver', else the only solver in perf_db.
-  static Status open(const std::string& path, const std::string& solver, TimingDb* out);
+  // A definition-keyed DB (docs/kernels.md) has one kernel; its problems are parsed with `schema`
+  // when given (a model's, else problems keep only their text and match by it).
+  static Status open(const std::string& path, const std::string& solver, TimingDb* out,
+                     const ProblemSchema* schema = nullptr);
+  bool keyed_by_definition() const { return generic_; }
 
-  const std::string& path() const { return db_.path(); }
+  const std::string& path() const { return path_; }
   const std::string& solver() const { return solver_; }
   const std::vector<TimingProblem>& problems() const { return problems_; }
   // meta's 'params' split on commas (empty when absent).
@@ -74,13 +85,62 @@ class TimingDb {
   // leaves unset, such as dir or dtype when not given, match anything; arch is not a column).
   // kNotFound or kInvalidArgument (several match) with a message that lists what to add.
   Status find_problem(const Problem& problem, size_t* index) const;
+  // A definition-keyed DB's problem by its canonical text (format_problem with the schema).
+  Status find_problem_text(const std::string& text, size_t* index) const;
 
  private:
+  static Status open_generic(const std::string& path, const ProblemSchema* schema, TimingDb* out);
+  bool generic_ = false;
+  std::string path_;
   PerfDb db_;
   std::string solver_;
   std::vector<TimingProblem> problems_;
   std::vector<std::string> names_;
   std::map<std::string, std::string> meta_;
+};
+
+// What a recording is of: written into a new DB's meta, checked against an existing one's.
+struct RecordingInfo {
+  std::string kernel;                      // meta solver
+  std::vector<std::string> params;         // meta params, position order
+  std::vector<std::string> fields;         // problem field names, definition order
+  std::vector<bool> integer_fields;        // per field: an INTEGER column (else TEXT: symbols, arch)
+  std::string definition;                  // the definition's text (meta definition), may be empty
+};
+
+// Appends measurements to a definition-keyed timing DB (`tune --record`, `import-timings`),
+// creating it when absent. Every row is committed as it is appended, so a killed run loses
+// nothing it measured. Appending a measurement already recorded (same problem, params, status
+// and time) adds nothing: merging is idempotent.
+class TimingRecorder {
+ public:
+  TimingRecorder() = default;
+  ~TimingRecorder();
+  TimingRecorder(TimingRecorder&& other) noexcept;
+  TimingRecorder& operator=(TimingRecorder&& other) noexcept;
+  TimingRecorder(const TimingRecorder&) = delete;
+  TimingRecorder& operator=(const TimingRecorder&) = delete;
+
+  // An existing file must be a tunecast-timings/2 DB of the same kernel, parameters and fields.
+  static Status open(const std::string& path, const RecordingInfo& info, TimingRecorder* out);
+  // The id of the problem with this canonical text, inserted with its field values (as text,
+  // definition order) when new.
+  Status problem(const std::string& text, const std::vector<std::string>& field_values, int64_t* id);
+  struct Measurement {
+    std::string params;   // comma-separated, position order
+    bool ok = false;
+    double time = 0.0;    // when ok
+    std::string status;   // "ok" or the failure kind
+  };
+  // The problem's measurements in the order they were recorded.
+  Status measurements(int64_t problem, std::vector<Measurement>* out) const;
+  // Appends one (idempotent); *added says whether it was new.
+  Status append(int64_t problem, const Measurement& m, bool* added = nullptr);
+  const std::string& path() const { return path_; }
+
+ private:
+  void* db_ = nullptr;  // sqlite3*
+  std::string path_;
 };
 
 // Whether `path` starts with xz's magic bytes (the repository keeps timing DBs compressed).

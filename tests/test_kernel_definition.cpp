@@ -1,0 +1,196 @@
+// Kernel definitions (docs/kernels.md): fields, parameters with domains, problems of a definition's
+// schema, a definition compiled alone into a model the search runs on, and the CLI's check, tune
+// without a model, --record and resuming.
+#include <doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tunecast/codegen/assemble.h"
+#include "tunecast/codegen/rules_compiler.h"
+#include "tunecast/codegen/timing_db.h"
+#include "tunecast/predict.h"
+#include "tunecast/search.h"
+
+using namespace tunecast;
+
+namespace {
+
+const char* kDefinition = R"(kernel Gemm
+field m in [1..65536]
+field k in [1..65536] default 64
+field dtype in {FP16, BF16} default FP16
+field trans_a in {N, T} default N
+field trans_b in {N, T} default T
+field arch default h100
+param tile in {16, 32, 64}
+param split in pow2[1..8]
+param warps in [1..4]
+require warps != 3
+require tile * split <= max(k, 16)
+require trans_b == T || tile != 64
+require split in {1, 2, 4}
+applies arch == h100 || arch == gfx90a
+feature log2 m * k
+)";
+
+std::string compile_error(const std::string& text) {
+  rules::CompiledRules out;
+  Status s = rules::compile(text, "d.tcr", &out);
+  return s.is_ok() ? std::string("ok") : std::string(s.message());
+}
+
+}  // namespace
+
+TEST_CASE("kernel definition: fields, domains, features") {
+  rules::CompiledRules rules;
+  const Status status = rules::compile(kDefinition, "d.tcr", &rules);
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  CHECK(rules.kernel == "Gemm");
+  REQUIRE(rules.problem.size() == 6);
+  CHECK(rules.problem[0].kind == FieldKind::kInteger);
+  CHECK_FALSE(rules.problem[0].has_default);
+  CHECK(rules.problem[2].symbols == std::vector<std::string>{"FP16", "BF16"});
+  CHECK(rules.problem[5].kind == FieldKind::kArchitecture);
+  CHECK(rules.params == std::vector<std::string>{"tile", "split", "warps"});
+  CHECK(rules.domains[0] == std::vector<int64_t>{16, 32, 64});
+  CHECK(rules.domains[1] == std::vector<int64_t>{1, 2, 4});  // pow2[1..8] intersected with require split in {1,2,4}
+  CHECK(rules.domains[2] == std::vector<int64_t>{1, 2, 3, 4});  // `require warps != 3` is a rule, not a domain
+  REQUIRE(rules.features.size() == 1);
+  CHECK(rules.features[0].transform == "log2");
+  CHECK(rules::has_domains(rules));
+}
+
+TEST_CASE("kernel definition: the older rules files derive their domains from constant requires") {
+  rules::CompiledRules rules;
+  REQUIRE(rules::compile_file(std::string(TUNECAST_SOURCE_DIR) + "/weights/rules/TritonGemm1x1.tcr", {}, &rules).is_ok());
+  CHECK(rules.problem.empty());  // the convolution problem, built in
+  CHECK(rules.domains[0] == std::vector<int64_t>{32, 64, 128, 256});
+  CHECK(rules::has_domains(rules));
+  rules::CompiledRules asm1x1;
+  REQUIRE(rules::compile_file(std::string(TUNECAST_SOURCE_DIR) + "/weights/rules/ConvAsm1x1U.tcr", {}, &asm1x1).is_ok());
+  CHECK(asm1x1.domains[0] == std::vector<int64_t>{1, 2, 3, 4});          // read_size in [1..4]
+  CHECK(asm1x1.domains[3] == std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64});  // chunk_size in pow2[1..64]
+}
+
+TEST_CASE("kernel definition: errors name the line and the fault") {
+  CHECK(compile_error("field m in [1..4]\nfield m in [1..4]\n") == "d.tcr:2:7: field 'm' clashes with a problem field");
+  CHECK(compile_error("param a in {1}\nfield m in [1..4]\n") ==
+        "d.tcr:2:1: fields must come before every param, let, option, require, applies, feature and input");
+  CHECK(compile_error("field d in {X, Y} default Z\n") == "d.tcr:1:27: 'Z' is not a symbol of field 'd'");
+  CHECK(compile_error("field m in [1..4] default 9\n") == "d.tcr:1:27: the default of field 'm' lies outside its range");
+  CHECK(compile_error("field a in {N, T}\nfield b in {T, N}\n") ==
+        "d.tcr:2:13: symbol 'T' is value 1 of field 'a' but value 0 here (a shared symbol keeps its position)");
+  CHECK(compile_error("field m in [1..4]\nparam a in {1, 2}\nrequire a > n\n") == "d.tcr:3:13: unknown name 'n'");
+  CHECK(compile_error("field d in {X, Y}\nfield e in {P, Q}\nparam a in {1}\nrequire d == P || a > 0\n") ==
+        "d.tcr:4:14: this symbol is a value of 'e', compared with 'd'");
+  CHECK(compile_error("param a in {1}\nrequire a in {2}\n") == "d.tcr:2:1: parameter 'a' has no value left in its domain");
+  CHECK(compile_error("param a\n") == "d.tcr:1:8: expected 'in' and the parameter's domain: param a in {1, 2, 4}");
+  CHECK(compile_error("feature log2 a\nparam a in {1}\n") == "d.tcr:1:14: unknown name 'a'");
+  CHECK(compile_error("param a in {1}\nfeature cube a\n") == "d.tcr:2:9: a feature's transform is raw or log2, not 'cube'");
+  // Shared symbols at the same position compare with either field.
+  CHECK(compile_error("field a in {N, T}\nfield b in {N, T}\nparam p in {1}\nrequire a == T || b == N || p > 0\n") == "ok");
+}
+
+TEST_CASE("kernel definition: compiled alone, a model without a predictor that parses problems and searches") {
+  rules::CompiledRules rules;
+  REQUIRE(rules::compile(kDefinition, "d.tcr", &rules).is_ok());
+  ir::Model ir;
+  REQUIRE(codegen::definition_model(rules, "d.tcr", &ir).is_ok());
+  tunecast_test::CompiledModel compiled;
+  tunecast_test::compile_model(ir, &compiled);
+  const Model& model = compiled.model;
+  CHECK(model.root()->format_version() == 3);
+  CHECK_FALSE(model.has_predictor());
+  const ProblemSchema schema = model.problem_schema();
+  REQUIRE(schema.field_count() == 6);
+
+  Problem problem;
+  REQUIRE(parse_problem(schema, "m=100 trans_a=T", &problem).is_ok());
+  CHECK(problem.get(0) == 100);
+  CHECK(problem.get(1) == 64);  // k's default
+  CHECK(problem.get(3) == 1);   // T
+  char text[256];
+  format_problem(schema, problem, text, sizeof text);
+  CHECK(std::string(text) == "m=100,k=64,dtype=FP16,trans_a=T,trans_b=T,arch=h100");
+  Problem again;
+  REQUIRE(parse_problem(schema, text, &again).is_ok());
+  CHECK(std::equal(problem.values, problem.values + 6, again.values));
+
+  CHECK(std::string(parse_problem(schema, "k=3", &problem).message()) == "the problem lacks field 'm' (it has no default)");
+  CHECK(std::string(parse_problem(schema, "m=0", &problem).message()) == "problem field 'm' must lie in [1..65536], got 0");
+  CHECK(std::string(parse_problem(schema, "m=1,dtype=FP8", &problem).message()) ==
+        "problem field 'dtype' does not take the value 'FP8' (accepted: FP16 BF16)");
+  CHECK(std::string(parse_problem(schema, "m=1,c=3", &problem).message()) ==
+        "unknown problem field 'c' (known: m k dtype trans_a trans_b arch)");
+
+  // Search with no predictor: every proposal passes the rules; the optimum of a smooth landscape is found.
+  REQUIRE(parse_problem(schema, "m=512,k=256", &problem).is_ok());
+  int invalid = 0;
+  auto bench = [&](const int64_t* v, int, double* time) {
+    invalid += !check_candidate(model, problem, v, 3, nullptr);
+    *time = 1.0 + (v[0] - 32) * (v[0] - 32) / 256.0 + (v[1] - 2) * (v[1] - 2) + (v[2] - 2) * (v[2] - 2);
+    return BenchmarkStatus::kOk;
+  };
+  SearchOptions options;
+  options.budget = 12;
+  for (uint64_t seed : {0u, 1u, 7u}) {
+    options.seed = seed;
+    std::vector<unsigned char> scratch(search_scratch_bytes(model, options));
+    std::vector<SearchTrial> history(12);
+    SearchResult result;
+    REQUIRE(search(model, problem, options, Benchmark::from(bench), scratch.data(), scratch.size(), history.data(), 12,
+                   &result)
+                .is_ok());
+    CHECK(result.found);
+    CHECK(result.best_time == doctest::Approx(1.0));
+    CHECK(invalid == 0);
+  }
+}
+
+TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, --replay of the recording") {
+  tunecast_test::TempDir dir;
+  const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
+  const std::string bench = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_bench.py";
+  const std::string db = dir.file("rec.db");
+
+  tunecast_test::CliResult r = tunecast_test::run_cli(dir, "check '" + def + "' --json");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("\"kernel\": \"ToyGemm\"") != std::string::npos);
+  CHECK(r.out.find("\"configs\": 192") != std::string::npos);
+
+  const std::string tune = "tune '" + def + "' --problem m=4096,n=4096,k=1024 --bench-cmd '" + bench + "' --record '" +
+                           db + "' --seed 3 --json --quiet";
+  r = tunecast_test::run_cli(dir, tune + " --budget 12");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("\"benchmarks\": 12") != std::string::npos);
+  const std::string first = r.out;
+
+  // Resumed with a larger budget: the first 12 answers come from the recording, the proposals repeat.
+  r = tunecast_test::run_cli(dir, tune + " --budget 20");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  codegen::TimingDb recorded;
+  REQUIRE(codegen::TimingDb::open(db, "", &recorded).is_ok());
+  REQUIRE(recorded.keyed_by_definition());
+  REQUIRE(recorded.problems().size() == 1);
+  CHECK(recorded.problems()[0].text == "m=4096,n=4096,k=1024,dtype=FP16,arch=h100");
+  codegen::ProblemTimings timings;
+  REQUIRE(recorded.timings(recorded.problems()[0].config_id, &timings).is_ok());
+  CHECK(timings.size() == 20);  // 12 + 8 new ones: nothing measured twice
+
+  // The same search replayed from the recording gives the same best.
+  r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096,k=1024 --replay '" + db +
+                                      "' --seed 3 --budget 20 --json --quiet");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("\"unrecorded\": 0") != std::string::npos);
+
+  r = tunecast_test::run_cli(dir, "check '" + def + "' --timings '" + db + "'");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("0 recorded failures the rules accept") != std::string::npos);
+
+  // Bad problems: one clear error each.
+  r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096 --bench-cmd '" + bench + "' --budget 2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "tunecast: the problem lacks field 'k' (it has no default)\n");
+}
