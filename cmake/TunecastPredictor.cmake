@@ -6,7 +6,8 @@
 #   EMIT cpp  (default) a generated predictor, struct ns::name (tunecast emit-cpp)
 #   EMIT blob the verified blob as an alignas(32) byte array, ns::name_data() / ns::name_size()
 #             (tunecast embed), for tunecast::Model::load
-# MODEL is a compiled blob (*.tcm), a trainer export (*.tcir.json) or a MIOpen Keras model (a KTN
+# MODEL is a compiled blob (*.tcm), a trainer export (*.tcir.json), a kernel definition (*.tcr, EMIT
+# blob only: a model without a predictor for tunecast::search; docs/kernels.md) or a MIOpen Keras model (a KTN
 # prefix such as .../gfx908_ConvAsm1x1U, or *.tn.model); RULES and ENCODING are compiled into the
 # blob on the way, WEIGHTS picks the storage of its product weights (compile --weights, checked
 # against fp32 on the Keras test vectors or synthetic inputs). NAME defaults to the model file's stem, NAMESPACE to tunecast_generated.
@@ -37,7 +38,7 @@ function(tunecast_add_predictor TARGET MODEL)
   get_filename_component(model "${MODEL}" ABSOLUTE)
   if(NOT ARG_NAME)
     get_filename_component(ARG_NAME "${model}" NAME)
-    string(REGEX REPLACE "\\.(tcm|tcir\\.json|tn\\.model)$" "" ARG_NAME "${ARG_NAME}")
+    string(REGEX REPLACE "\\.(tcm|tcr|tcir\\.json|tn\\.model)$" "" ARG_NAME "${ARG_NAME}")
     string(MAKE_C_IDENTIFIER "${ARG_NAME}" ARG_NAME)
   endif()
   if(NOT ARG_MAX_BEAM)
@@ -61,7 +62,19 @@ function(tunecast_add_predictor TARGET MODEL)
   if(ARG_WEIGHTS)
     list(APPEND rules_args --weights ${ARG_WEIGHTS})
   endif()
-  if(model MATCHES "\\.tcm$" AND NOT rules_args)
+  if(model MATCHES "\\.tcr$")  # a kernel definition alone: no predictor, for the model-free search
+    if(rules_args OR ARG_EMIT STREQUAL "cpp")
+      message(FATAL_ERROR "tunecast_add_predictor: ${MODEL} is a kernel definition: it compiles alone with EMIT blob "
+                          "(no RULES, ENCODING, WEIGHTS)")
+    endif()
+    set(blob "${dir}/${ARG_NAME}.tcm")
+    add_custom_command(
+      OUTPUT "${blob}"
+      COMMAND tunecast::tunecast compile "${model}" -o "${blob}"
+      DEPENDS "${model}" tunecast::tunecast
+      COMMENT "tunecast: compiling the definition ${ARG_NAME}.tcm"
+      VERBATIM)
+  elseif(model MATCHES "\\.tcm$" AND NOT rules_args)
     set(blob "${model}")
   else()
     set(blob "${dir}/${ARG_NAME}.tcm")
@@ -117,4 +130,48 @@ function(tunecast_add_predictor TARGET MODEL)
     set_property(TARGET ${TARGET} APPEND PROPERTY LINK_LIBRARIES tunecast::runtime)
   endif()
   set_property(TARGET ${TARGET} APPEND PROPERTY INTERFACE_LINK_LIBRARIES tunecast::runtime)
+endfunction()
+
+# tunecast_add_table(TARGET MODEL PROBLEMS file [NAMESPACE ns] [NAME name] [BEAM k])
+#
+# Predicts default parameters for every problem of PROBLEMS (one per line, any form `tunecast
+# predict` reads) at build time with `tunecast table` and adds the header name.h to TARGET's include
+# path: ns::kDefaultParameters[], and the table keyed by the kernel's fields, ns::Key, ns::kEntries[],
+# ns::find(key) (exact) and ns::nearest(key) (docs/kernels.md, "Tables"). MODEL is a compiled blob
+# (*.tcm) with a predictor. NAME defaults to the problem list's stem + "_table", NAMESPACE to
+# tunecast_table, BEAM to the model's search width. Regenerated when the model or the list changes.
+function(tunecast_add_table TARGET MODEL)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "PROBLEMS;NAMESPACE;NAME;BEAM" "")
+  if(ARG_UNPARSED_ARGUMENTS OR NOT ARG_PROBLEMS)
+    message(FATAL_ERROR "tunecast_add_table: usage: tunecast_add_table(TARGET MODEL PROBLEMS file [NAMESPACE ns] "
+                        "[NAME name] [BEAM k]) (unknown: ${ARG_UNPARSED_ARGUMENTS})")
+  endif()
+  if(NOT TARGET tunecast::tunecast)
+    message(FATAL_ERROR "tunecast_add_table: the tunecast CLI (target tunecast::tunecast) is not available; "
+                        "find_package(tunecast) or add tunecast's source directory first")
+  endif()
+  get_filename_component(model "${MODEL}" ABSOLUTE)
+  get_filename_component(problems "${ARG_PROBLEMS}" ABSOLUTE)
+  if(NOT ARG_NAME)
+    get_filename_component(ARG_NAME "${problems}" NAME_WE)
+    string(MAKE_C_IDENTIFIER "${ARG_NAME}_table" ARG_NAME)
+  endif()
+  if(NOT ARG_NAMESPACE)
+    set(ARG_NAMESPACE tunecast_table)
+  endif()
+  set(beam)
+  if(ARG_BEAM)
+    set(beam --beam ${ARG_BEAM})
+  endif()
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/tunecast_tables")
+  file(MAKE_DIRECTORY "${dir}")
+  add_custom_command(
+    OUTPUT "${dir}/${ARG_NAME}.h"
+    COMMAND tunecast::tunecast table "${model}" --problems "${problems}" -o "${dir}/${ARG_NAME}.h"
+            --namespace ${ARG_NAMESPACE} --format cpp ${beam}
+    DEPENDS "${model}" "${problems}" tunecast::tunecast
+    COMMENT "tunecast: predicting the table ${ARG_NAME}.h"
+    VERBATIM)
+  target_sources(${TARGET} PRIVATE "${dir}/${ARG_NAME}.h")
+  target_include_directories(${TARGET} PUBLIC "$<BUILD_INTERFACE:${dir}>")
 endfunction()

@@ -3,6 +3,7 @@
 // without a model, --record and resuming.
 #include <doctest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -193,4 +194,36 @@ TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, -
   r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096 --bench-cmd '" + bench + "' --budget 2");
   CHECK(r.exit_code == 2);
   CHECK(r.err == "tunecast: the problem lacks field 'k' (it has no default)\n");
+}
+
+TEST_CASE("kernel definition CLI: import-timings from CSV, merged idempotently; check lists failures no rule explains") {
+  tunecast_test::TempDir dir;
+  const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
+  {
+    std::ofstream csv(dir.file("t.csv"));
+    csv << "m,n,k,dtype,tile_m,tile_n,split_k,warps,time_us,status\n"
+           "64,64,512,FP16,16,16,1,2,5.5,ok\n"
+           "64,64,512,FP16,128,128,1,8,,out_of_resources\n"
+           "64,64,512,BF16,32,32,2,4,7.25,\n";
+  }
+  const std::string import = "import-timings '" + def + "' '" + dir.file("t.csv") + "' -o '" + dir.file("t.db") + "'";
+  tunecast_test::CliResult r = tunecast_test::run_cli(dir, import);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.find("3 measurements of 2 problems read, 3 new") != std::string::npos);
+  r = tunecast_test::run_cli(dir, import);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.find("3 measurements of 2 problems read, 0 new") != std::string::npos);
+
+  r = tunecast_test::run_cli(dir, "check '" + def + "' --timings '" + dir.file("t.db") + "'");
+  CHECK(r.exit_code == 1);  // the out_of_resources config passes every rule: a rule is missing
+  CHECK(r.out.find("m=64,n=64,k=512,dtype=FP16,arch=h100  128,128,1,8  out_of_resources") != std::string::npos);
+
+  // Bad rows: one clear error naming the line.
+  {
+    std::ofstream csv(dir.file("bad.csv"));
+    csv << "m,n,k,tile_m,tile_n,split_k,warps,time_us\n64,64,512,16,16,1,2,fast\n";
+  }
+  r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + dir.file("bad.csv") + "' -o '" + dir.file("b.db") + "'");
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("bad.csv:2: time_us 'fast' is not a time") != std::string::npos);
 }

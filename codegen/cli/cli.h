@@ -81,7 +81,7 @@ Status check_beam_width(const char* what, int width);
 Status parse_list(const std::string& text, const char* what, std::vector<std::string>* out);
 
 // Names of the problem fields whose bits are set in `mask` (PredictInfo::out_of_range_fields).
-std::vector<std::string> field_names(uint32_t mask);
+std::vector<std::string> field_names(uint32_t mask, const ProblemSchema& schema = ProblemSchema());
 
 // "ConvAsmBwdWrW3x3 does not apply to this problem: `stride_h == 1 && stride_w == 1` fails" for
 // PredictInfo::not_applicable (the kernel named by the model's metadata solver).
@@ -136,6 +136,7 @@ int cmd_table(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_tune(const std::vector<std::string>& args);
 int cmd_check(const std::vector<std::string>& args);
+int cmd_import_timings(const std::vector<std::string>& args);
 int cmd_eval_search(const std::vector<std::string>& args);
 
 }  // namespace tunecast::cli

@@ -166,10 +166,10 @@ std::string problem_text(const Model& model, const Problem& problem) {
   return text;
 }
 
-std::vector<std::string> field_names(uint32_t mask) {
+std::vector<std::string> field_names(uint32_t mask, const ProblemSchema& schema) {
   std::vector<std::string> names;
-  for (int f = 0; f < kProblemFieldCount; ++f) {
-    if ((mask >> f) & 1u) names.push_back(problem_field_name(static_cast<ProblemField>(f)));
+  for (int f = 0; f < schema.field_count(); ++f) {
+    if ((mask >> f) & 1u) names.push_back(schema.field_name(f));
   }
   return names;
 }
@@ -192,23 +192,28 @@ std::vector<std::string> symbol_names(ProblemField field, int64_t min, int64_t m
 }
 
 std::vector<std::string> out_of_range_notes(const Model& model, const Problem& problem, uint32_t mask) {
-  auto text = [](ProblemField field, int64_t value) {
-    const char* symbol = problem_symbol_name(field, value);
+  const ProblemSchema schema = model.problem_schema();
+  auto text = [&](int field, int64_t value) {
+    const char* symbol = schema.field_kind(field) == FieldKind::kInteger ? nullptr : schema.symbol_name(field, value);
     return symbol ? std::string(symbol) : std::to_string(value);
   };
   const schema::Encoding* enc = model.root() ? model.root()->encoding() : nullptr;
   std::vector<std::string> notes;
-  for (int f = 0; f < kProblemFieldCount; ++f) {
+  for (int f = 0; f < schema.field_count(); ++f) {
     if (!((mask >> f) & 1u)) continue;
-    const auto field = static_cast<ProblemField>(f);
-    std::string note = std::string(problem_field_name(field)) + " is " + text(field, problem.get(field));
+    std::string note = std::string(schema.field_name(f)) + " is " + text(f, problem.get(f));
     for (uint32_t i = 0; enc && enc->ranges() && i < enc->ranges()->size(); ++i) {
       const schema::FeatureRange* range = enc->ranges()->Get(i);
-      ProblemField named;
-      if (!find_problem_field(range->field()->string_view(), &named) || named != field) continue;
-      const std::vector<std::string> names = symbol_names(field, range->min(), range->max());
+      int named = -1;
+      if (!schema.find_field(range->field()->string_view(), &named) || named != f) continue;
+      std::vector<std::string> names;
+      if (schema.builtin()) {
+        names = symbol_names(static_cast<ProblemField>(f), range->min(), range->max());
+      } else if (schema.field_kind(f) == FieldKind::kEnumeration && range->max() - range->min() < 8) {
+        for (int64_t v = range->min(); v <= range->max(); ++v) names.push_back(text(f, v));
+      }
       if (range->min() == range->max()) {
-        note += " (always " + text(field, range->min()) + " in training)";
+        note += " (always " + text(f, range->min()) + " in training)";
       } else if (!names.empty()) {
         // Named values are listed ("FP32 or FP16"), not written as an interval.
         std::string values;
@@ -217,7 +222,7 @@ std::vector<std::string> out_of_range_notes(const Model& model, const Problem& p
         }
         note += " (" + values + " in training)";
       } else {
-        note += " (" + text(field, range->min()) + ".." + text(field, range->max()) + " in training)";
+        note += " (" + text(f, range->min()) + ".." + text(f, range->max()) + " in training)";
       }
     }
     notes.push_back(note);

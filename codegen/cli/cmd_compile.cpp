@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "tunecast/codegen/assemble.h"
+#include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/codegen/blob_writer.h"
 #include "tunecast/codegen/ir_check.h"
 #include "tunecast/codegen/ir_json.h"
@@ -277,7 +278,8 @@ int cmd_compile(const std::vector<std::string>& argv) {
       args.parse(argv, with_weight_options({"output", "rules", "encoding", "check-vectors"}), {"force"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast compile MODEL.tcir.json -o OUT.tcm [--rules RULES.tcr] [--encoding ENC.tce]\n"
+        "usage: tunecast compile MODEL.tcir.json -o OUT.tcm [--rules KERNEL.tcr] [--encoding ENC.tce]\n"
+        "       tunecast compile KERNEL.tcr -o OUT.tcm\n"
         "                        [--check-vectors VECTORS.json] [--weights fp32|fp16]\n"
         "                        [--check-perfdb DB --check-solver S [--check-limit N]] [--force]\n\n"
         "Compiles a model exported by tunecast's trainer (docs/interchange.md) together with its\n"
@@ -285,7 +287,10 @@ int cmd_compile(const std::vector<std::string>& argv) {
         "--check-vectors runs reference graph outputs (the trainer's model.vectors.json: PyTorch's own\n"
         "encoder outputs and decoder steps) through the compiled blob and writes it only if every\n"
         "value agrees within the file's tolerance (1e-4 relative to max(1, |reference|)); --force\n"
-        "writes it anyway.\n%s", kWeightHelp);
+        "writes it anyway.\n"
+        "A kernel definition alone (KERNEL.tcr, docs/kernels.md) compiles into a blob without a\n"
+        "predictor: its problem schema, domains and rules, for tunecast::search without a model (in\n"
+        "`tune`, or embedded in C++ with `embed`/`emit-cpp`).\n%s", kWeightHelp);
     return 0;
   }
   if (!status) return usage_error("compile", status.message());
@@ -300,6 +305,17 @@ int cmd_compile(const std::vector<std::string>& argv) {
                           true);  // before the work
   if (!status) return fail(status);
   ir::Model model;
+  if (is_definition_file(args.positional()[0])) {
+    if (args.has("rules") || args.has("encoding") || args.has("check-vectors")) {
+      return usage_error("compile", "a kernel definition compiles alone (no --rules, --encoding or --check-vectors)");
+    }
+    rules::CompiledRules rules;
+    status = rules::compile_file(args.positional()[0], rules::CompileOptions(), &rules);
+    const std::string& path = args.positional()[0];
+    if (status) status = codegen::definition_model(rules, path.substr(path.find_last_of('/') + 1), &model);
+    if (!status) return fail(status);
+    return finish("compile", &model, args);
+  }
   status = read_ir_json(args.positional()[0], &model);
   if (!status) return fail(status);
   return finish("compile", &model, args);

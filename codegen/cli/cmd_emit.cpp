@@ -76,6 +76,12 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
   if (!status) return fail(status);
+  if (!loaded.model.has_predictor()) {
+    return fail(Status::error(StatusCode::kInvalidArgument,
+                              "%s is a kernel definition without a predictor: embed it as a blob (tunecast embed) "
+                              "for tunecast::search",
+                              args.positional()[0].c_str()));
+  }
   codegen::CppSources sources;
   status = codegen::emit_cpp(loaded.model, options, &sources);
   if (status) status = write_pair(dir, options.name, sources.header, sources.source);

@@ -135,9 +135,13 @@ int cmd_predict(const std::vector<std::string>& argv) {
   const bool have_problem = args.has("problem");
   if (have_problem) {
     codegen::ProblemForm form = codegen::ProblemForm::kFields;
-    status = codegen::parse_problem_any(args.get("problem"), &problem, &form);
+    const bool convolution = model.problem_schema().builtin();
+    status = convolution ? codegen::parse_problem_any(args.get("problem"), &problem, &form)
+                         : parse_model_problem(model, args.get("problem"), &problem);
     if (!status) return fail(status);
-    if (form != codegen::ProblemForm::kFields) {
+    if (!convolution) {
+      // A kernel definition's problem: nothing of MIOpen's conventions to restate.
+    } else if (form != codegen::ProblemForm::kFields) {
       char text[512];
       format_problem(problem, text, sizeof text);
       std::fprintf(stderr, "tunecast: note: the %s reads as --problem \"%s\"\n", codegen::problem_form_name(form),
@@ -207,7 +211,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
     j["rejected_by_constraints"] = info.rejected_by_constraints;
     j["beam_pruned"] = info.beam_pruned;
     j["duplicates_merged"] = info.duplicates_merged;
-    j["out_of_range_fields"] = field_names(info.out_of_range_fields);
+    j["out_of_range_fields"] = field_names(info.out_of_range_fields, model.problem_schema());
     j["applicable"] = have_problem ? nlohmann::json(info.not_applicable < 0) : nlohmann::json(nullptr);
     if (info.not_applicable >= 0) j["not_applicable"] = applicability_text(model, info.not_applicable);
     if (no_candidate) j["error"] = status.message();

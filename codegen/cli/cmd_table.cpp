@@ -23,7 +23,7 @@ using table::Row;
 
 // One problem per line in any form codegen::parse_problem_any reads; lines in MIOpen's forms
 // (driver command lines, perf-DB keys, network configs) are converted, and one note says so.
-Status read_problems(const std::string& path, std::vector<Row>* rows) {
+Status read_problems(const Model& model, const std::string& path, std::vector<Row>* rows) {
   std::string contents;
   TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &contents));
   std::istringstream in(contents);
@@ -38,14 +38,13 @@ Status read_problems(const std::string& path, std::vector<Row>* rows) {
     Row row;
     row.line = number;
     codegen::ProblemForm form = codegen::ProblemForm::kFields;
-    const Status status = codegen::parse_problem_any(line, &row.problem, &form);
+    const Status status = model.problem_schema().builtin() ? codegen::parse_problem_any(line, &row.problem, &form)
+                                                           : parse_model_problem(model, line, &row.problem);
     if (!status) {
       return Status::error(StatusCode::kInvalidArgument, "%s:%d: %s", path.c_str(), number,
                            status.message());
     }
-    char text[512];
-    format_problem(row.problem, text, sizeof text);
-    row.text = text;
+    row.text = problem_text(model, row.problem);
     if (form != codegen::ProblemForm::kFields && converted++ == 0) {
       first_converted = path + ":" + std::to_string(number) + " (a " + codegen::problem_form_name(form) +
                         ") reads as \"" + row.text + "\"";
@@ -129,9 +128,9 @@ void warn_rows(const Model& model, const std::string& path, const std::vector<Ro
   }
   lines = flagged_lines(
       path, rows, [](const Row& r) { return r.out_of_range_fields != 0; },
-      [](const Row& r) {
+      [&model](const Row& r) {
         std::string fields;
-        for (const std::string& f : field_names(r.out_of_range_fields)) fields += (fields.empty() ? "" : ",") + f;
+        for (const std::string& f : field_names(r.out_of_range_fields, model.problem_schema())) fields += (fields.empty() ? "" : ",") + f;
         return fields;
       },
       &count);
@@ -219,7 +218,7 @@ int cmd_table(const std::vector<std::string>& argv) {
   if (!model.is_seq2seq() || model.root()->encoding() == nullptr) {
     return fail(Status::error(StatusCode::kInvalidArgument,
                               "%s cannot predict from problems (it needs a sequence-to-sequence "
-                              "network and a feature encoding)",
+                              "network and a feature encoding: a trained model, not a kernel definition)",
                               args.positional()[0].c_str()));
   }
   int model_width = 1;
@@ -237,8 +236,12 @@ int cmd_table(const std::vector<std::string>& argv) {
     }
     solver = from_model;
   }
+  if (format == "perfdb" && !model.problem_schema().builtin()) {
+    return usage_error("table", "--format perfdb writes MIOpen's convolution columns; this kernel's problem is its own "
+                                "(use cpp, whose Key struct has its fields, or text)");
+  }
   std::vector<Row> rows;
-  status = read_problems(args.get("problems"), &rows);
+  status = read_problems(model, args.get("problems"), &rows);
   if (status && format == "perfdb") status = check_one_arch(args.get("problems"), rows);
   if (status && format == "perfdb") status = table::check_perf_db_fields(args.get("problems"), rows);
   if (!status) return fail(status);

@@ -30,6 +30,8 @@ const Command kCommands[] = {
      "score a model on a perf DB (perfect@k, per-parameter accuracy) next to baselines"},
     {"check", tunecast::cli::cmd_check,
      "check a kernel definition (docs/kernels.md), alone or against recorded timings"},
+    {"import-timings", tunecast::cli::cmd_import_timings,
+     "add measurements (CSV, Kernel Tuner, timing DBs) to a timing DB keyed by a kernel definition"},
     {"tune", tunecast::cli::cmd_tune,
      "tune one problem: the predictor's candidates, then coordinate descent, benchmarked"},
     {"eval-search", tunecast::cli::cmd_eval_search,

@@ -2,6 +2,7 @@
 // (SQLite, MIOpen's schema) written through a private temporary file.
 #include <sqlite3.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -153,6 +154,79 @@ Status write_perf_db(const std::string& path, const std::string& solver, const s
 
 }  // namespace
 
+namespace {
+
+// The table keyed by the problem's fields (docs/kernels.md, "Tables"): a Key struct with one int64
+// member per field, the enumerations' symbols as constants, the entries, and exact and nearest
+// lookups.
+void key_table(const Model& model, const std::vector<Row>& rows, std::ostringstream* out) {
+  std::ostringstream& o = *out;
+  const ProblemSchema schema = model.problem_schema();
+  const int fields = schema.field_count();
+  o << "// The problem as its kernel's fields, in definition order (enumerations by symbol position,\n"
+    << "// architectures by tunecast::arch_code).\nstruct Key {\n";
+  for (int f = 0; f < fields; ++f) o << "  int64_t " << schema.field_name(f) << " = 0;\n";
+  o << "};\n\n";
+  for (int f = 0; f < fields; ++f) {
+    const FieldKind kind = schema.field_kind(f);
+    if (kind == FieldKind::kInteger) continue;
+    std::vector<std::pair<std::string, int64_t>> symbols;
+    if (kind == FieldKind::kEnumeration) {
+      for (int i = 0; i < schema.symbol_count(f) || (schema.builtin() && i < 8); ++i) {
+        const char* name = schema.symbol_name(f, i);
+        if (name != nullptr) symbols.emplace_back(name, i);
+      }
+    } else {  // the architectures of the table's rows
+      for (const Row& row : rows) {
+        const char* name = schema.symbol_name(f, row.problem.get(f));
+        if (name == nullptr) continue;
+        std::string id(name);
+        for (char& c : id) c = (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+        bool seen = false;
+        for (const auto& s : symbols) seen = seen || s.first == id;
+        if (!seen) symbols.emplace_back(id, row.problem.get(f));
+      }
+    }
+    o << "namespace " << schema.field_name(f) << "_values {\n";
+    for (const auto& [name, value] : symbols) o << "constexpr int64_t " << name << " = " << value << ";\n";
+    o << "}  // namespace " << schema.field_name(f) << "_values\n";
+  }
+  o << "\nstruct Entry {\n  Key key;\n  bool found;\n  bool applicable;\n  int64_t values[kParameterCount];\n};\n\n"
+    << "constexpr Entry kEntries[] = {\n";
+  for (const Row& row : rows) {
+    o << "    {{";
+    for (int f = 0; f < fields; ++f) o << (f ? ", " : "") << row.problem.get(f);
+    o << "}, " << (row.status ? "true" : "false") << ", " << (row.not_applicable < 0 ? "true" : "false") << ", {"
+      << (row.status ? values_text(row.best) : "") << "}},\n";
+  }
+  o << "};\n\n"
+    << "// The entry of exactly this problem, or nullptr.\n"
+    << "inline const Entry* find(const Key& key) {\n"
+    << "  for (const Entry& e : kEntries) {\n    if (";
+  for (int f = 0; f < fields; ++f) o << (f ? " && " : "") << "e.key." << schema.field_name(f) << " == key." << schema.field_name(f);
+  o << ") return &e;\n  }\n  return nullptr;\n}\n\n"
+    << "// The nearest entry with a candidate: among those whose enumerated and architecture fields equal\n"
+    << "// the key's, the smallest sum over integer fields of |log2(max(a, 1)) - log2(max(b, 1))|; ties:\n"
+    << "// the first listed. nullptr when no entry shares those fields.\n"
+    << "inline const Entry* nearest(const Key& key) {\n"
+    << "  auto log2_of = [](int64_t v) { return std::log2(static_cast<double>(v < 1 ? 1 : v)); };\n"
+    << "  const Entry* best = nullptr;\n  double best_distance = 0.0;\n"
+    << "  for (const Entry& e : kEntries) {\n    if (!e.found";
+  for (int f = 0; f < fields; ++f) {
+    if (schema.field_kind(f) != FieldKind::kInteger) o << " || e.key." << schema.field_name(f) << " != key." << schema.field_name(f);
+  }
+  o << ") continue;\n    const double distance = 0.0";
+  for (int f = 0; f < fields; ++f) {
+    if (schema.field_kind(f) == FieldKind::kInteger) {
+      o << "\n        + std::fabs(log2_of(e.key." << schema.field_name(f) << ") - log2_of(key." << schema.field_name(f) << "))";
+    }
+  }
+  o << ";\n    if (best == nullptr || distance < best_distance) {\n      best = &e;\n      best_distance = distance;\n    }\n"
+    << "  }\n  return best;\n}\n\n";
+}
+
+}  // namespace
+
 std::string cpp_table(const Model& model, const std::string& model_path, int beam,
                       const std::string& name_space, const std::vector<Row>& rows) {
   std::ostringstream o;
@@ -162,7 +236,7 @@ std::string cpp_table(const Model& model, const std::string& model_path, int bea
     << "where no candidate satisfied the constraints\n// or the problem could not be encoded; `applicable` is "
     << "false where the kernel's rules\n// (`applies`) exclude the problem: MIOpen would not run the kernel "
     << "there, do not use its values.\n"
-    << "#pragma once\n\n#include <cstdint>\n\n"
+    << "#pragma once\n\n#include <cmath>\n#include <cstdint>\n\n"
     << "namespace " << name_space << " {\n\nconstexpr int kParameterCount = " << n << ";\n"
     << "constexpr const char* kParameterNames[kParameterCount] = {";
   for (int p = 0; p < n; ++p) o << (p ? ", " : "") << c_string(model.parameter_name(p));
@@ -175,7 +249,9 @@ std::string cpp_table(const Model& model, const std::string& model_path, int bea
     if (row.not_applicable >= 0) o << "  // not applicable: " << applicability_text(model, row.not_applicable);
     o << "\n";
   }
-  o << "};\n\n}  // namespace " << name_space << "\n";
+  o << "};\n\n";
+  key_table(model, rows, &o);
+  o << "}  // namespace " << name_space << "\n";
   return o.str();
 }
 

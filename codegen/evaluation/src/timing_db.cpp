@@ -590,6 +590,10 @@ Status TimingRecorder::measurements(int64_t problem, std::vector<Measurement>* o
   return Status::ok();
 }
 
+Status TimingRecorder::begin_batch() { return exec(static_cast<sqlite3*>(db_), path_, "BEGIN IMMEDIATE"); }
+
+Status TimingRecorder::commit_batch() { return exec(static_cast<sqlite3*>(db_), path_, "COMMIT"); }
+
 Status TimingRecorder::append(int64_t problem, const Measurement& m, bool* added) {
   sqlite3* db = static_cast<sqlite3*>(db_);
   StatementPtr stmt;

@@ -136,6 +136,9 @@ class TimingRecorder {
   Status measurements(int64_t problem, std::vector<Measurement>* out) const;
   // Appends one (idempotent); *added says whether it was new.
   Status append(int64_t problem, const Measurement& m, bool* added = nullptr);
+  // Many appends in one transaction (an import): nothing of the batch is kept unless it commits.
+  Status begin_batch();
+  Status commit_batch();
   const std::string& path() const { return path_; }
 
  private:

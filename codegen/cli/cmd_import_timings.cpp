@@ -1,0 +1,305 @@
+// import-timings: measurements from elsewhere into a timing DB keyed by a kernel definition
+// (docs/kernels.md): a documented CSV, Kernel Tuner's T4 results or cache file (one problem each),
+// another tunecast-timings/2 DB, or the MIOpen-keyed timing DB of issue 25. Idempotent: importing
+// the same input twice adds nothing.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "tunecast/codegen/file_io.h"
+#include "tunecast/codegen/timing_db.h"
+#include "tunecast/codegen/tuning_cache.h"
+
+namespace tunecast::cli {
+namespace {
+
+using Measurement = codegen::TimingRecorder::Measurement;
+
+bool is_sqlite(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+std::vector<std::string> split(const std::string& line, char separator) {
+  std::vector<std::string> items;
+  std::string item;
+  std::istringstream in(line);
+  while (std::getline(in, item, separator)) {
+    const size_t b = item.find_first_not_of(" \t\r");
+    items.push_back(b == std::string::npos ? "" : item.substr(b, item.find_last_not_of(" \t\r") + 1 - b));
+  }
+  if (!line.empty() && line.back() == separator) items.push_back("");
+  return items;
+}
+
+// The field values of a problem, as the recorder's columns take them (symbols by name).
+struct Columns {
+  std::vector<std::string> names;
+  std::vector<bool> integer;
+};
+
+Columns columns_of(const ProblemSchema& schema) {
+  Columns c;
+  for (int f = 0; f < schema.field_count(); ++f) {
+    c.names.push_back(schema.field_name(f));
+    c.integer.push_back(schema.field_kind(f) == FieldKind::kInteger);
+  }
+  return c;
+}
+
+std::vector<std::string> values_of(const ProblemSchema& schema, const Problem& problem) {
+  std::vector<std::string> values;
+  for (int f = 0; f < schema.field_count(); ++f) {
+    const char* symbol = schema.field_kind(f) == FieldKind::kInteger ? nullptr : schema.symbol_name(f, problem.get(f));
+    values.push_back(!problem.has(f) ? "" : symbol ? symbol : std::to_string(problem.get(f)));
+  }
+  return values;
+}
+
+class Importer {
+ public:
+  Importer(const Model& model, codegen::TimingRecorder* recorder) : model_(model), recorder_(recorder) {
+    for (int p = 0; p < model.parameter_count(); ++p) params_.push_back(model.parameter_name(p));
+  }
+
+  Status add(const Problem& problem, const std::vector<int64_t>& config, bool ok, double time, const std::string& status) {
+    const std::string text = problem_text(model_, problem);
+    auto it = ids_.find(text);
+    if (it == ids_.end()) {
+      int64_t id = 0;
+      TUNECAST_RETURN_IF_ERROR(recorder_->problem(text, values_of(model_.problem_schema(), problem), &id));
+      it = ids_.emplace(text, id).first;
+    }
+    Measurement m;
+    for (size_t p = 0; p < config.size(); ++p) m.params += (p ? "," : "") + std::to_string(config[p]);
+    m.ok = ok;
+    m.time = time;
+    m.status = ok ? "ok" : status;
+    bool added = false;
+    TUNECAST_RETURN_IF_ERROR(recorder_->append(it->second, m, &added));
+    ++rows_;
+    added_ += added;
+    return Status::ok();
+  }
+
+  // Maps a recording's parameter names onto the definition's positions.
+  Status positions(const std::vector<std::string>& names, const std::string& what, std::vector<int>* out) const {
+    return codegen::map_parameters(params_, names, out).is_ok()
+               ? Status::ok()
+               : Status::error(StatusCode::kInvalidArgument, "%s: its parameters do not match the definition's (%s)",
+                               what.c_str(), codegen::map_parameters(params_, names, out).message());
+  }
+
+  const std::vector<std::string>& params() const { return params_; }
+  size_t problems() const { return ids_.size(); }
+  size_t rows() const { return rows_; }
+  size_t added() const { return added_; }
+
+ private:
+  const Model& model_;
+  codegen::TimingRecorder* recorder_;
+  std::vector<std::string> params_;
+  std::map<std::string, int64_t> ids_;
+  size_t rows_ = 0, added_ = 0;
+};
+
+std::vector<int64_t> reorder(const std::vector<int64_t>& recorded, const std::vector<int>& positions) {
+  std::vector<int64_t> config(recorded.size());
+  for (size_t q = 0; q < config.size(); ++q) config[q] = recorded[positions.empty() ? q : positions[q]];
+  return config;
+}
+
+Status import_csv(const std::string& path, const Model& model, Importer* importer) {
+  std::string text;
+  TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &text));
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line)) return Status::error(StatusCode::kInvalidArgument, "%s is empty (it needs a header)", path.c_str());
+  const std::vector<std::string> header = split(line, ',');
+  const ProblemSchema schema = model.problem_schema();
+  auto column = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  std::vector<int> param_columns;
+  for (const std::string& p : importer->params()) {
+    param_columns.push_back(column(p));
+    if (param_columns.back() < 0) {
+      return Status::error(StatusCode::kInvalidArgument, "%s:1: no column for parameter '%s' (docs/kernels.md, CSV)",
+                           path.c_str(), p.c_str());
+    }
+  }
+  const int time_column = column("time_us"), status_column = column("status");
+  if (time_column < 0) return Status::error(StatusCode::kInvalidArgument, "%s:1: no time_us column", path.c_str());
+  std::vector<std::pair<std::string, int>> field_columns;  // problem fields given as columns
+  for (size_t i = 0; i < header.size(); ++i) {
+    int field = -1;
+    if (schema.find_field(header[i], &field)) field_columns.emplace_back(header[i], static_cast<int>(i));
+  }
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::vector<std::string> cells = split(line, ',');
+    if (cells.size() != header.size()) {
+      return Status::error(StatusCode::kInvalidArgument, "%s:%d: %zu cells, the header has %zu", path.c_str(), number,
+                           cells.size(), header.size());
+    }
+    std::string problem_text_in;
+    for (const auto& [name, i] : field_columns) problem_text_in += (problem_text_in.empty() ? "" : ",") + name + "=" + cells[i];
+    Problem problem;
+    Status s = parse_model_problem(model, problem_text_in, &problem);
+    if (!s) return Status::error(s.code(), "%s:%d: %s", path.c_str(), number, s.message());
+    std::vector<int64_t> config;
+    for (int c : param_columns) {
+      std::vector<int64_t> one;
+      if (!parse_param_list(cells[c], &one) || one.size() != 1) {
+        return Status::error(StatusCode::kInvalidArgument, "%s:%d: '%s' (%s) is not an integer", path.c_str(), number,
+                             cells[c].c_str(), header[c].c_str());
+      }
+      config.push_back(one[0]);
+    }
+    const std::string& time_text = cells[time_column];
+    std::string status = status_column >= 0 ? cells[status_column] : "";
+    double time = 0.0;
+    bool ok = !time_text.empty();
+    if (ok) {
+      char* end = nullptr;
+      time = std::strtod(time_text.c_str(), &end);
+      if (*end != '\0' || !(time >= 0.0) || !std::isfinite(time)) {
+        return Status::error(StatusCode::kInvalidArgument, "%s:%d: time_us '%s' is not a time (a number >= 0, or empty for a failure)",
+                             path.c_str(), number, time_text.c_str());
+      }
+    }
+    if (status.empty()) status = ok ? "ok" : "fail";
+    if (ok && status != "ok") {
+      return Status::error(StatusCode::kInvalidArgument, "%s:%d: status '%s' with a time (a failure has no time_us)",
+                           path.c_str(), number, status.c_str());
+    }
+    if (!ok && status == "ok") {
+      return Status::error(StatusCode::kInvalidArgument, "%s:%d: status ok without a time_us", path.c_str(), number);
+    }
+    TUNECAST_RETURN_IF_ERROR(importer->add(problem, config, ok, time, status));
+  }
+  return Status::ok();
+}
+
+Status import_cache(const std::string& path, const Model& model, const std::string& problem_text_in, Importer* importer) {
+  if (problem_text_in.empty()) {
+    return Status::error(StatusCode::kInvalidArgument, "%s holds one problem's measurements: say which with --problem",
+                         path.c_str());
+  }
+  Problem problem;
+  TUNECAST_RETURN_IF_ERROR(parse_model_problem(model, problem_text_in, &problem));
+  codegen::TuningCache cache;
+  TUNECAST_RETURN_IF_ERROR(codegen::read_tuning_cache(path, &cache));
+  for (size_t p = 0; p < cache.indexed.size(); ++p) {
+    if (cache.indexed[p]) {
+      return Status::error(StatusCode::kInvalidArgument, "%s: parameter '%s' has non-integer values: a definition's are integers",
+                           path.c_str(), cache.names[p].c_str());
+    }
+  }
+  std::vector<int> positions;
+  TUNECAST_RETURN_IF_ERROR(importer->positions(cache.names, path, &positions));
+  const double scale = cache.unit == "ms" ? 1000.0 : cache.unit == "s" ? 1e6 : 1.0;  // into microseconds
+  for (const std::vector<int64_t>& recorded : cache.timings.configs()) {
+    const codegen::ProblemTimings::Timing* t = cache.timings.find(recorded);
+    TUNECAST_RETURN_IF_ERROR(importer->add(problem, reorder(recorded, positions), t->ok, t->time * scale, t->status));
+  }
+  return Status::ok();
+}
+
+Status import_db(const std::string& path, const Model& model, const std::string& solver, Importer* importer) {
+  const ProblemSchema schema = model.problem_schema();
+  codegen::TimingDb db;
+  TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, solver, &db, &schema));
+  if (db.meta("time_unit").value_or("us") != "us") {
+    return Status::error(StatusCode::kInvalidArgument, "%s records times in %s; import takes microseconds", path.c_str(),
+                         db.meta("time_unit")->c_str());
+  }
+  std::vector<int> positions;
+  TUNECAST_RETURN_IF_ERROR(importer->positions(db.parameter_names(), path, &positions));
+  size_t done = 0;
+  for (const codegen::TimingProblem& p : db.problems()) {
+    codegen::ProblemTimings timings;
+    TUNECAST_RETURN_IF_ERROR(db.timings(p.config_id, &timings));
+    for (const std::vector<int64_t>& recorded : timings.configs()) {
+      const codegen::ProblemTimings::Timing* t = timings.find(recorded);
+      TUNECAST_RETURN_IF_ERROR(importer->add(p.problem, reorder(recorded, positions), t->ok, t->time, t->status));
+    }
+    if (++done % 200 == 0) std::fprintf(stderr, "import-timings: %s: %zu of %zu problems\n", path.c_str(), done, db.problems().size());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmd_import_timings(const std::vector<std::string>& argv) {
+  Args args;
+  Status status = args.parse(argv, {"output", "problem", "solver"}, {});
+  if (args.has("help")) {
+    std::printf(
+        "usage: tunecast import-timings KERNEL.tcr INPUT... -o OUT.db [--problem FIELDS] [--solver NAME]\n\n"
+        "Adds measurements to a timing DB keyed by the kernel definition's fields (tunecast-timings/2,\n"
+        "docs/kernels.md; OUT.db is created, or extended: importing what it holds adds nothing). INPUTs:\n"
+        "  *.csv           a header of field names, parameter names, time_us and optionally status;\n"
+        "                  one measurement per row (empty time_us: a failure)\n"
+        "  *.json[.gz]     Kernel Tuner's T4 results or cache file: one problem's measurements (ms,\n"
+        "                  stored as us); --problem names the problem\n"
+        "  a timing DB     another tunecast-timings/2 DB (a merge), or the MIOpen-keyed timing DB of\n"
+        "                  docs/search.md (its kernel's definition: --solver when it holds several)\n"
+        "Parameters are matched by name. The whole import is one transaction: a failure keeps nothing.\n");
+    return 0;
+  }
+  if (!status) return usage_error("import-timings", status.message());
+  if (args.positional().size() < 2 || !args.has("output")) {
+    return usage_error("import-timings", "expected KERNEL.tcr, at least one INPUT and -o OUT.db");
+  }
+  const std::string out = args.get("output");
+  status = prepare_output(out, args.positional(), true);
+  if (!status) return fail(status);
+  LoadedModel loaded;
+  status = load_model_or_definition(args.positional()[0], &loaded);
+  if (!status) return fail(status);
+  const Model& model = loaded.model;
+  const char* solver = model.metadata("solver");
+  codegen::RecordingInfo info;
+  info.kernel = solver ? solver : "";
+  if (info.kernel.empty()) return fail(Status::error(StatusCode::kInvalidArgument, "%s names no kernel ('kernel NAME')", args.positional()[0].c_str()));
+  for (int p = 0; p < model.parameter_count(); ++p) info.params.push_back(model.parameter_name(p));
+  const Columns columns = columns_of(model.problem_schema());
+  info.fields = columns.names;
+  info.integer_fields = columns.integer;
+  info.definition = loaded.definition_text;
+  codegen::TimingRecorder recorder;
+  status = codegen::TimingRecorder::open(out, info, &recorder);
+  if (status) status = recorder.begin_batch();
+  if (!status) return fail(status);
+  Importer importer(model, &recorder);
+  for (size_t i = 1; i < args.positional().size() && status; ++i) {
+    const std::string& input = args.positional()[i];
+    if (input.size() > 4 && input.compare(input.size() - 4, 4, ".csv") == 0) {
+      status = import_csv(input, model, &importer);
+    } else if (is_sqlite(input) || codegen::is_xz_file(input)) {
+      status = import_db(input, model, args.get("solver"), &importer);
+    } else {
+      status = import_cache(input, model, args.get("problem"), &importer);
+    }
+  }
+  if (status) status = recorder.commit_batch();
+  if (!status) return fail(status);  // the transaction is rolled back when the recorder closes
+  std::fprintf(stderr, "import-timings: %s: %zu measurements of %zu problems read, %zu new\n", out.c_str(), importer.rows(),
+               importer.problems(), importer.added());
+  return 0;
+}
+
+}  // namespace tunecast::cli
