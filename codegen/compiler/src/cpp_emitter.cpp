@@ -1,6 +1,7 @@
 #include "tunecast/codegen/cpp_emitter.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -162,8 +163,10 @@ class NameSet {
   std::set<std::string> used_;
 };
 
-// Field enumerator: "stride_h" -> "tunecast::ProblemField::kStrideH".
-std::string field_enum(int field) {
+// Field index as generated code writes it: "stride_h" -> "tunecast::ProblemField::kStrideH" for the
+// convolution; a definition's field by its index (Problem::get(int)).
+std::string field_enum(int field, const ProblemSchema& schema) {
+  if (!schema.builtin()) return std::to_string(field);
   return "tunecast::ProblemField::k" + camel(problem_field_name(static_cast<ProblemField>(field)));
 }
 
@@ -207,10 +210,11 @@ bool same(const Expr& a, const Expr& b) { return a.text == b.text; }
 
 class Decompiler {
  public:
+  // `field_names`: each field's local variable (kMaxProblemFields); null: the convolution's names.
   Decompiler(const int32_t* code, uint32_t size, const int64_t* constants, uint32_t constant_count,
-             const std::string* param_names)
+             const std::string* param_names, const std::string* field_names = nullptr)
       : code_(code), size_(size), constants_(constants), constant_count_(constant_count),
-        param_names_(param_names), is_start_(size + 1, false), prev_(size + 1, 0) {}
+        param_names_(param_names), field_names_(field_names), is_start_(size + 1, false), prev_(size + 1, 0) {}
 
   Status run(Expr* out) {
     uint32_t pc = 0;
@@ -267,9 +271,10 @@ class Decompiler {
           stack->push_back(Expr{int_literal(arg), false, true, ""});
           break;
         case vm::kLoadField:
-          if (arg < 0 || arg >= kProblemFieldCount) return unsupported(pc, "field index");
+          if (arg < 0 || arg >= (field_names_ ? kMaxProblemFields : kProblemFieldCount)) return unsupported(pc, "field index");
           fields_read |= 1u << arg;
-          stack->push_back(Expr{problem_field_name(static_cast<ProblemField>(arg)), false, true, ""});
+          stack->push_back(Expr{field_names_ ? field_names_[arg] : problem_field_name(static_cast<ProblemField>(arg)),
+                                false, true, ""});
           break;
         case vm::kLoadParam:
           if (arg < 0 || arg >= kMaxParameters || param_names_ == nullptr) return unsupported(pc, "parameter index");
@@ -405,6 +410,7 @@ class Decompiler {
   const int64_t* constants_;
   uint32_t constant_count_;
   const std::string* param_names_;
+  const std::string* field_names_;
   std::vector<bool> is_start_;
   std::vector<uint32_t> prev_;
 };
@@ -492,7 +498,8 @@ struct GraphNames {
 
 class Emitter {
  public:
-  Emitter(const Model& model, const CppEmitOptions& options) : model_(model), options_(options) {}
+  Emitter(const Model& model, const CppEmitOptions& options)
+      : model_(model), options_(options), schema_(model.problem_schema()) {}
 
   Status run(CppSources* out) {
     TUNECAST_RETURN_IF_ERROR(check());
@@ -536,7 +543,19 @@ class Emitter {
 
   void name_parameters() {
     std::set<std::string> taken = {"problem", "params", "ok", "value"};
-    for (int f = 0; f < kProblemFieldCount; ++f) taken.insert(problem_field_name(static_cast<ProblemField>(f)));
+    // Fields: their own names, unless such a name would clash in C++ (field_<name> then).
+    static const std::set<std::string> kReserved = {"int", "char", "long", "short", "float", "double", "auto", "bool",
+                                                    "if", "else", "for", "while", "do", "return", "switch", "case",
+                                                    "default", "break", "continue", "const", "static", "struct",
+                                                    "class", "new", "delete", "this", "true", "false", "void",
+                                                    "register", "signed", "unsigned", "namespace", "using", "template",
+                                                    "typename", "operator", "private", "public", "protected"};
+    for (int f = 0; f < schema_.field_count(); ++f) {
+      std::string name = schema_.field_name(f);
+      if (kReserved.count(name) || taken.count(name)) name = "field_" + name;
+      field_names_[f] = name;
+      taken.insert(name);
+    }
     for (int p = 0; p < model_.parameter_count(); ++p) {
       std::string name = model_.parameter_name(p);
       if (!is_identifier(name) || taken.count(name)) name = "param" + std::to_string(p);
@@ -641,7 +660,7 @@ class Emitter {
     }
     Decompiler d(program->code()->data(), program->code()->size(),
                  program->constants() ? program->constants()->data() : nullptr,
-                 program->constants() ? program->constants()->size() : 0, param_names_);
+                 program->constants() ? program->constants()->size() : 0, param_names_, field_names_);
     const Status status = d.run(&out->expr);
     if (!status) return Status::error(status.code(), "%s: %s", what.c_str(), status.message());
     out->fields = d.fields_read;
@@ -702,6 +721,22 @@ class Emitter {
     w.line("  static constexpr int kTokenCount = %d;", model_.token_count());
     w.line("  static constexpr int kFeatureRows = %u;      // encoder input [rows, cols]", enc.value_rows[enc_input]);
     w.line("  static constexpr int kFeatureCols = %u;", enc.value_cols[enc_input]);
+    if (!schema_.builtin()) {  // the kernel definition's problem: typed field indices and symbols
+      w.blank();
+      w.line("  // The problem's fields (its kernel definition): problem.set(kField_m, 4096); enumerations'");
+      w.line("  // symbols as values (problem.set(kField_dtype, kDtype_FP16)), architectures by tunecast::arch_code.");
+      for (int f = 0; f < schema_.field_count(); ++f) {
+        w.line("  static constexpr int kField_%s = %d;", schema_.field_name(f), f);
+      }
+      for (int f = 0; f < schema_.field_count(); ++f) {
+        if (schema_.field_kind(f) != FieldKind::kEnumeration) continue;
+        std::string prefix = schema_.field_name(f);
+        prefix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(prefix[0])));
+        for (int v = 0; v < schema_.symbol_count(f); ++v) {
+          w.line("  static constexpr int64_t k%s_%s = %d;", prefix.c_str(), schema_.symbol_name(f, v), v);
+        }
+      }
+    }
     w.blank();
     w.line("  // Every activation of one prediction (rows padded to %d floats), the encoder input and", kernels::kPanelWidth);
     w.line("  // the search's arrays. Its size is fixed here: nothing is computed or allocated at run time.");
@@ -936,9 +971,9 @@ class Emitter {
 
   // Locals of a program: the problem fields and parameters it reads.
   void write_locals(Writer* w, const Program& p) {
-    for (int f = 0; f < kProblemFieldCount; ++f) {
+    for (int f = 0; f < schema_.field_count(); ++f) {
       if ((p.fields >> f) & 1u) {
-        w->line("  const int64_t %s = problem.get(%s);", problem_field_name(static_cast<ProblemField>(f)), field_enum(f).c_str());
+        w->line("  const int64_t %s = problem.get(%s);", field_names_[f].c_str(), field_enum(f, schema_).c_str());
       }
     }
     for (int i = 0; i < kMaxParameters; ++i) {
@@ -1031,11 +1066,21 @@ class Emitter {
     w->blank();
     w->line("// Whether the model covers the problem's architecture (Model::covers_arch).");
     w->line("bool covers_arch(const tunecast::Problem& problem) {");
-    w->line("  if (!problem.has(tunecast::ProblemField::kArch)) return true;");
-    if (model_.arch_count() == 0) {
+    int arch_field = schema_.builtin() ? static_cast<int>(ProblemField::kArch) : -1;
+    for (int f = 0; !schema_.builtin() && f < schema_.field_count(); ++f) {
+      if (schema_.field_kind(f) == FieldKind::kArchitecture && arch_field < 0) arch_field = f;
+    }
+    if (arch_field < 0) {
+      w->line("  (void)problem;  // the problem has no architecture field");
+      w->line("  return true;");
+    } else {
+      w->line("  if (!problem.has(%s)) return true;", field_enum(arch_field, schema_).c_str());
+    }
+    if (arch_field < 0) {
+    } else if (model_.arch_count() == 0) {
       w->line("  return true;  // the model lists no architectures");
     } else {
-      w->line("  const int64_t arch = problem.get(tunecast::ProblemField::kArch);");
+      w->line("  const int64_t arch = problem.get(%s);", field_enum(arch_field, schema_).c_str());
       std::string codes;
       for (int i = 0; i < model_.arch_count(); ++i) {
         codes += (i ? ", " : "") + std::to_string(model_.arch(i)) + "ll";
@@ -1084,13 +1129,22 @@ class Emitter {
     w->line("                                   \"feature buffer holds %%zu of %%zu floats\", feature_count, kCount);");
     w->line("  }");
     w->line("  constexpr uint32_t kRequiredFields = 0x%xu;", model_.required_fields());
+    if (!schema_.builtin()) {
+      std::string names;
+      for (int f = 0; f < schema_.field_count(); ++f) names += (f ? ", " : "") + quoted(schema_.field_name(f));
+      w->line("  static constexpr const char* kFieldNames[] = {%s};", names.c_str());
+    }
     w->line("  const uint32_t missing = kRequiredFields & ~problem.present;");
     w->line("  if (missing != 0) {");
     w->line("    int field = 0;");
     w->line("    while (!((missing >> field) & 1u)) ++field;");
     w->line("    return tunecast::Status::error(tunecast::StatusCode::kInvalidArgument,");
     w->line("                                   \"problem field '%%s' is missing (the model's encoding or rules read it)\",");
-    w->line("                                   tunecast::problem_field_name(static_cast<tunecast::ProblemField>(field)));");
+    if (schema_.builtin()) {
+      w->line("                                   tunecast::problem_field_name(static_cast<tunecast::ProblemField>(field)));");
+    } else {
+      w->line("                                   kFieldNames[field]);");
+    }
     w->line("  }");
     w->line("  std::memset(features, 0, kCount * sizeof(float));");
     if (!features_.empty()) w->line("  int64_t value = 0;");
@@ -1118,11 +1172,10 @@ class Emitter {
     w->line("  uint32_t flags = 0;");
     if (enc->ranges()) {
       for (const schema::FeatureRange* range : *enc->ranges()) {
-        ProblemField field;
-        if (!find_problem_field(range->field()->string_view(), &field)) continue;
-        const int index = static_cast<int>(field);
-        w->line("  if (problem.get(%s) < %s || problem.get(%s) > %s) flags |= 1u << %d;", field_enum(index).c_str(),
-                int_literal(range->min()).c_str(), field_enum(index).c_str(), int_literal(range->max()).c_str(), index);
+        int index = -1;
+        if (!schema_.find_field(range->field()->string_view(), &index)) continue;
+        w->line("  if (problem.get(%s) < %s || problem.get(%s) > %s) flags |= 1u << %d;", field_enum(index, schema_).c_str(),
+                int_literal(range->min()).c_str(), field_enum(index, schema_).c_str(), int_literal(range->max()).c_str(), index);
       }
     }
     w->line("  if (out_of_range_fields) *out_of_range_fields = flags;");
@@ -1435,6 +1488,8 @@ class Emitter {
   }
 
   const Model& model_;
+  const ProblemSchema schema_;
+  std::string field_names_[kMaxProblemFields];
   CppEmitOptions options_;
   std::string param_names_[kMaxParameters];
   std::map<int, GraphNames> graph_names_;
