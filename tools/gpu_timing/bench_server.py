@@ -13,8 +13,8 @@ The problem: --problem "dir=F,dtype=FP16,n=..,c=..,k=..,h=..,w=..,y=1,x=1" (tune
 syntax, comma-separated key=value), or else the environment variable TUNECAST_PROBLEM. Only
 forward 1x1 convolutions with stride 1, pad 0, dilation 1, group 1, FP16 or FP32 (TF32 dot).
 
-Each candidate is measured as the exhaustive harness (triton_gemm1x1.py) measures it, with its
-code: compile (Triton's on-disk cache makes repeats cheap), check against an fp32 reference on a
+Each candidate is measured as the exhaustive run (triton_gemm1x1.py) measures it, with the same
+code (the shared harness.py's Bench): compile (Triton's on-disk cache makes repeats cheap), check against an fp32 reference on a
 NaN-poisoned output, then the median over 5 timed replays of a CUDA graph of 10 launches.
 Every request is measured afresh (no result cache), so repeated requests give repeated samples.
 """
