@@ -201,6 +201,10 @@ TEST_CASE("CLI tune --replay: a timing DB and Kernel Tuner files") {
   SUBCASE("problems that are not in the DB, or several") {
     check_error(run_cli(dir, "tune " + model + " --problem dir=F,dtype=FP32,n=3,c=5,k=7,h=9,w=9,y=1,x=1 --budget 5 --replay " + db),
                 "problem dir=F,dtype=FP32,n=3,c=5,k=7,h=9,w=9,y=1,x=1 is not in timing DB " + db + " (6 TinyGemm problems recorded)");
+    // One field off (the recorded problems are NCHW): the message names it.
+    const CliResult one_off = run_cli(dir, "tune " + model + " --problem " + problems[1] + ",layout=NHWC --budget 5 --replay " + db);
+    CHECK(one_off.exit_code != 0);
+    CHECK(one_off.err.rfind("tunecast: layout=NHWC where the rest matches NCHW: problem ", 0) == 0);
     // FP32 and FP16 twins: a problem that gives no dtype names both.
     const std::string twins = dir.file("twins.db");
     REQUIRE(tunecast_test::write_synthetic_timing_db(twins, {"dir=F,dtype=FP32,n=2,c=32,k=32,h=7,w=7,y=1,x=1",

@@ -201,7 +201,8 @@ std::vector<std::string> out_of_range_notes(const Model& model, const Problem& p
   std::vector<std::string> notes;
   for (int f = 0; f < schema.field_count(); ++f) {
     if (!((mask >> f) & 1u)) continue;
-    std::string note = std::string(schema.field_name(f)) + " is " + text(f, problem.get(f));
+    // A field not given is not some value (an unset arch reads 0, gfx900's code): say it is missing.
+    std::string note = std::string(schema.field_name(f)) + (problem.has(f) ? " is " + text(f, problem.get(f)) : " is not given");
     for (uint32_t i = 0; enc && enc->ranges() && i < enc->ranges()->size(); ++i) {
       const schema::FeatureRange* range = enc->ranges()->Get(i);
       int named = -1;

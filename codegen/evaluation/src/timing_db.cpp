@@ -364,6 +364,25 @@ Status TimingDb::find_problem(const Problem& problem, size_t* index) const {
   }
   const std::string text = short_problem_text(problem);
   if (matches.empty()) {
+    // The field that alone keeps the problem out (layout=NCHW given, every recorded one NHWC).
+    std::string hint;
+    for (ProblemField f : kConfigFields) {
+      if (!problem.has(f)) continue;
+      std::set<int64_t> recorded;
+      for (const TimingProblem& p : problems_) {
+        bool rest = true;
+        for (ProblemField g : kConfigFields) rest = rest && (g == f || !problem.has(g) || p.problem.get(g) == problem.get(g));
+        if (rest) recorded.insert(p.problem.get(f));
+      }
+      if (!recorded.empty()) {
+        hint += std::string(hint.empty() ? "" : "; ") + problem_field_name(f) + "=" + field_text(f, problem.get(f)) +
+                " where the rest matches " + field_text(f, *recorded.begin()) + (recorded.size() > 1 ? ", ..." : "");
+      }
+    }
+    if (!hint.empty()) {  // the field first: messages are short
+      return Status::error(StatusCode::kNotFound, "%s: problem %s is not in timing DB %s", hint.c_str(), text.c_str(),
+                           path().c_str());
+    }
     return Status::error(StatusCode::kNotFound, "problem %s is not in timing DB %s (%zu %s problems recorded)",
                          text.c_str(), path().c_str(), problems_.size(), solver_.c_str());
   }
