@@ -173,5 +173,6 @@ function(tunecast_add_table TARGET MODEL)
     COMMENT "tunecast: predicting the table ${ARG_NAME}.h"
     VERBATIM)
   target_sources(${TARGET} PRIVATE "${dir}/${ARG_NAME}.h")
-  target_include_directories(${TARGET} PUBLIC "$<BUILD_INTERFACE:${dir}>")
+  # BEFORE: a same-named header elsewhere on the target's include path must not shadow the table.
+  target_include_directories(${TARGET} BEFORE PUBLIC "$<BUILD_INTERFACE:${dir}>")
 endfunction()

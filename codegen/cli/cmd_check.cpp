@@ -195,7 +195,7 @@ int cmd_check(const std::vector<std::string>& argv) {
     std::printf("%s\n", json_text(j, 2).c_str());
     return exit_code;
   }
-  std::printf("%s: kernel %s, %s problem (%zu fields), %zu parameters, %zu rules, %zu applicability conditions\n",
+  std::printf("%s: kernel %s, %s problem (%zu fields), %zu parameters, %zu rules, %zu applicability condition(s)\n",
               path.c_str(), rules.kernel.empty() ? "(unnamed)" : rules.kernel.c_str(),
               rules.problem.empty() ? "MIOpen convolution" : "its own", rules.problem.empty() ? size_t(kProblemFieldCount) : rules.problem.size(),
               rules.params.size(), rules.constraints.size(), rules.applicability.size());

@@ -10,10 +10,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "tunecast/codegen/file_io.h"
 #include "tunecast/codegen/dataset_split.h"
 #include "tunecast/codegen/search_eval.h"
 #include "tunecast/codegen/timing_db.h"
@@ -62,16 +64,16 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   Status status = args.parse(argv,
                              {"timings", "split", "split-seed", "budgets", "plot", "solver", "limit", "seed",
                               "random-runs", "default", "search-width", "beam", "explore", "max-radius", "max-moved",
-                              "recheck", "arch", "precision", "strategies"},
+                              "recheck", "arch", "precision", "strategies", "configs"},
                              {"json"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast eval-search MODEL.tcm --timings DB [--split test|val|train|all] [--split-seed N]\n"
+        "usage: tunecast eval-search MODEL.tcm|KERNEL.tcr --timings DB [--split test|val|train|all] [--split-seed N]\n"
         "                            [--budgets 1,2,5,10,20,50,100] [--json] [--plot FILE.png]\n"
         "                            [--solver NAME] [--limit N] [--seed S] [--random-runs R]\n"
         "                            [--default V1,V2,...] [--search-width W] [--beam W] [--explore E]\n"
         "                            [--max-radius R] [--max-moved M] [--recheck RUNS] [--arch A]\n"
-        "                            [--precision FP32|FP16|BF16|INT8] [--strategies S1,S2,...]\n\n"
+        "                            [--precision P] [--strategies S1,S2,...] [--configs FILE]\n\n"
         "Replays tuning strategies on the problems of a timing DB (recorded exhaustive measurements,\n"
         "docs/search.md) and reports, at each budget B of benchmarks, the geometric mean and the 10th\n"
         "percentile over problems of the speed found (recorded optimum / time of the best config\n"
@@ -81,9 +83,17 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  predictor_search  tunecast::search: the beam's best candidates, then coordinate descent\n"
         "  default_search    coordinate descent from the kernel's default config over the recorded\n"
         "                    values, without the model and its rules (Droplet Search as published)\n"
+        "  free_search       tunecast::search without the predictor: seeded draws from the space (the\n"
+        "                    definition's domains when the model carries them, else the recorded\n"
+        "                    values), the rules checked, then coordinate descent; mean of --random-runs\n"
+        "                    seeds\n"
+        "  config_list       the kernel's own autotune list (--configs), in its order, truncated at B\n"
         "  random            B uniform valid configs, mean of --random-runs runs (default 10)\n"
         "  exhaustive        every valid config in one seeded random order, truncated at B\n"
         "                    (MIOpen's GenericSearch)\n"
+        "With a kernel definition (KERNEL.tcr) instead of a model, the predictor strategies are left\n"
+        "out. A timing DB keyed by a definition (docs/kernels.md) splits its problems by their\n"
+        "canonical text without the architecture, as the trainer does.\n"
         "A strategy that finds nothing that runs is charged the problem's slowest recorded time.\n"
         "Valid: passing the model's constraints; invalid_proposed counts benchmarked configs that\n"
         "break them (0 for every strategy that uses the model). The search overhead (time spent in\n"
@@ -95,7 +105,8 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  --search-width W  top-1 and top-B beams (default: the model's search_width, else 1)\n"
         "  --beam, --explore, --max-radius, --max-moved, --recheck: the search's options (tune --help)\n"
         "  --seed S      random and exhaustive orders (default 0)\n"
-        "  --precision P only the problems of that data type\n"
+        "  --precision P only the problems of that data type (the dtype field's value)\n"
+        "  --configs F   one config per line (the model's parameter order): the config_list strategy\n"
         "  --limit N     the first N problems only\n"
         "  --strategies  only these strategies, comma-separated (default: all)\n"
         "  --plot F      also writes F.json and draws speed against budget with /usr/bin/python3\n"
@@ -134,34 +145,42 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     status = codegen::check_output_path(args.get("plot"));
     if (!status) return fail(status);
   }
+  LoadedModel loaded;
+  status = load_model_or_definition(args.positional()[0], &loaded);
+  if (!status) return fail(status);
+  const Model& model = loaded.model;
+  const ProblemSchema schema = model.problem_schema();
+  options.with_predictor = model.has_predictor();
+  if (model.has_predictor() && (!model.is_seq2seq() || model.root()->encoding() == nullptr)) {
+    return fail(Status::error(StatusCode::kInvalidArgument,
+                              "%s needs a feature encoding to be evaluated from recorded problems",
+                              args.positional()[0].c_str()));
+  }
+  // --precision and --arch: the problem's dtype and architecture fields (the convolution's, or a
+  // definition's field named dtype and its architecture field).
+  int dtype_field = -1, arch_field = -1;
+  schema.find_field("dtype", &dtype_field);
+  for (int f = 0; f < schema.field_count(); ++f) {
+    if (schema.field_kind(f) == FieldKind::kArchitecture && arch_field < 0) arch_field = f;
+  }
   std::optional<int64_t> precision;
   if (args.has("precision")) {
     int64_t value = 0;
-    if (!find_problem_symbol(ProblemField::kDtype, args.get("precision"), &value)) {
-      return usage_error("eval-search", "unknown precision '" + args.get("precision") + "' (FP32, FP16, BF16 or INT8)");
+    if (dtype_field < 0 || !schema.find_symbol(dtype_field, args.get("precision"), &value)) {
+      return usage_error("eval-search", "unknown precision '" + args.get("precision") + "' (a value of the problem's dtype field)");
     }
     precision = value;
   }
   std::optional<int64_t> arch;
   if (args.has("arch")) {
     int64_t value = 0;
-    if (!find_problem_symbol(ProblemField::kArch, args.get("arch"), &value)) {
+    if (arch_field < 0 || !schema.find_symbol(arch_field, args.get("arch"), &value)) {
       return usage_error("eval-search", "unknown arch '" + args.get("arch") + "'");
     }
     arch = value;
   }
-
-  LoadedModel loaded;
-  status = load_model_file(args.positional()[0], &loaded);
-  if (!status) return fail(status);
-  const Model& model = loaded.model;
-  if (!model.is_seq2seq() || model.root()->encoding() == nullptr) {
-    return fail(Status::error(StatusCode::kInvalidArgument,
-                              "%s needs a feature encoding to be evaluated from recorded problems",
-                              args.positional()[0].c_str()));
-  }
   int width = 1;
-  status = model_search_width(model, &width);
+  if (model.has_predictor()) status = model_search_width(model, &width);
   if (!status) return fail(status);
   options.search_width = width;
   status = args.get_int("search-width", width, &options.search_width);
@@ -197,7 +216,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   if (!status) return usage_error("eval-search", status.message());
 
   codegen::TimingDb db;
-  status = codegen::TimingDb::open(args.get("timings"), args.get("solver"), &db);
+  status = codegen::TimingDb::open(args.get("timings"), args.get("solver"), &db, &schema);
   if (!status) return fail(status);
   std::vector<std::string> names;
   for (int p = 0; p < model.parameter_count(); ++p) names.push_back(model.parameter_name(p));
@@ -227,11 +246,42 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
                          "default_search left out\n");
   }
 
-  // The held-out problems.
+  // The kernel's own autotune list (--configs): one config per line, the model's parameter order.
+  if (args.has("configs")) {
+    std::string text;
+    status = codegen::read_file(args.get("configs"), &text);
+    if (!status) return fail(status);
+    std::istringstream in(text);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      line = line.substr(0, line.find('#'));
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      std::vector<int64_t> config;
+      if (!parse_param_list(line, &config) || config.size() != names.size()) {
+        return usage_error("eval-search", args.get("configs") + ":" + std::to_string(number) + ": expected " +
+                                              std::to_string(names.size()) + " comma-separated integers");
+      }
+      options.config_list.push_back(std::move(config));
+    }
+    if (options.config_list.empty()) return usage_error("eval-search", "--configs " + args.get("configs") + " lists no config");
+  }
+
+  // The held-out problems: a definition's by their canonical text without the architecture.
+  auto split_of = [&](const codegen::TimingProblem& p) {
+    if (!db.keyed_by_definition()) return codegen::split_of(p.problem, split_seed);
+    std::string descriptor;
+    for (int f = 0; f < schema.field_count(); ++f) {
+      if (f == arch_field) continue;
+      const char* symbol = schema.field_kind(f) == FieldKind::kInteger ? nullptr : schema.symbol_name(f, p.problem.get(f));
+      descriptor += std::string(descriptor.empty() ? "" : ",") + schema.field_name(f) + "=" +
+                    (symbol ? symbol : std::to_string(p.problem.get(f)));
+    }
+    return codegen::split_of_descriptor(descriptor, split_seed);
+  };
   std::vector<const codegen::TimingProblem*> chosen;
   for (const codegen::TimingProblem& p : db.problems()) {
-    if (split != "all" && split != codegen::split_name(codegen::split_of(p.problem, split_seed))) continue;
-    if (precision && p.problem.get(ProblemField::kDtype) != *precision) continue;
+    if (split != "all" && split != codegen::split_name(split_of(p))) continue;
+    if (precision && p.problem.get(dtype_field) != *precision) continue;
     chosen.push_back(&p);
     if (limit > 0 && static_cast<int>(chosen.size()) >= limit) break;
   }
@@ -246,7 +296,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < chosen.size(); ++i) {
     codegen::SearchCase c;
     c.problem = chosen[i]->problem;
-    if (arch) c.problem.set(ProblemField::kArch, *arch);
+    if (arch) c.problem.set(arch_field, *arch);
     c.positions = positions;
     status = db.timings(chosen[i]->config_id, &c.timings);
     if (!status) return fail(status);

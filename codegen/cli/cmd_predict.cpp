@@ -225,7 +225,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
                  note.c_str());
   }
   if (info.not_applicable >= 0) {
-    std::fprintf(stderr, "tunecast: warning: %s (the model's rules: MIOpen would not run the kernel here)%s\n",
+    std::fprintf(stderr, "tunecast: warning: %s (the kernel's `applies` rules: it does not run there)%s\n",
                  not_applicable_note(model, info.not_applicable).c_str(),
                  constrained && !no_candidate ? "; the candidates still meet its validity rules" : "");
   }

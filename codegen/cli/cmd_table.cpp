@@ -146,8 +146,8 @@ void warn_rows(const Model& model, const std::string& path, const std::vector<Ro
   if (count > 0) {
     const char* solver = model.metadata("solver");
     std::fprintf(stderr,
-                 "tunecast: warning: %s does not apply to %zu of %zu problems (%s): MIOpen would not run "
-                 "the kernel there; %s\n",
+                 "tunecast: warning: %s does not apply to %zu of %zu problems (%s): the kernel does not "
+                 "run there (its `applies` rules); %s\n",
                  solver ? solver : "the kernel", count, rows.size(), lines.c_str(),
                  format == "perfdb" ? "they are left out of the perf DB"
                  : format == "cpp"  ? "their rows say applicable = false"

@@ -346,11 +346,18 @@ int cmd_tune(const std::vector<std::string>& argv) {
     }
     replay.timings = &recording.timings;
     replay.positions = positions;
-  } else {
-    status = command.start(args.get("bench-cmd"),
-                           {"TUNECAST_PROBLEM=" + args.get("problem"), "TUNECAST_PARAMS=" + joined(names)}, bench_timeout);
-    if (!status) return fail(status);
   }
+  // The benchmark process starts at the first config that needs measuring: a tune resumed from
+  // --record whose answers are all recorded never starts it.
+  bool command_started = false;
+  Status command_status;
+  auto start_command = [&]() {
+    command_started = true;
+    command_status = command.start(args.get("bench-cmd"),
+                                   {"TUNECAST_PROBLEM=" + args.get("problem"), "TUNECAST_PARAMS=" + joined(names)},
+                                   bench_timeout);
+    return command_status.is_ok();
+  };
 
   // Values as printed: labels for a Kernel Tuner file's non-integer parameters.
   auto value_text = [&](size_t p, int64_t v) {
@@ -441,6 +448,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       *time = m.time;
       return m.ok ? BenchmarkStatus::kOk : BenchmarkStatus::kFailed;
     }
+    if (!args.has("replay") && !command_started && !start_command()) return BenchmarkStatus::kAbort;
     const BenchmarkStatus answer = args.has("replay") ? replay(values, count, time) : command.run(values, count, time);
     if (args.has("record") && answer != BenchmarkStatus::kAbort) {
       codegen::TimingRecorder::Measurement m;
@@ -475,7 +483,8 @@ int cmd_tune(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "tune: %d of %d benchmarks answered from %s (measured before)\n", resumed_answers,
                  result.benchmarks, args.get("record").c_str());
   }
-  if (args.has("bench-cmd")) {
+  if (!command_status) return fail(command_status);
+  if (args.has("bench-cmd") && command_started) {
     if (status.code() == StatusCode::kAborted) return fail(command.error());
     std::string note;
     command.finish(10.0, &note);
@@ -516,6 +525,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
       return list;
     };
     nlohmann::json j;
+    if (have_model) {
+      const char* kernel = loaded.model.metadata("solver");
+      if (kernel) j["kernel"] = kernel;
+      j["problem"] = problem_text(loaded.model, *problem);
+    }
     j["parameters"] = names;
     j["best"] = result.found ? json_values(result.best) : nlohmann::json(nullptr);
     j["time"] = result.found ? nlohmann::json(result.best_time) : nlohmann::json(nullptr);
@@ -584,9 +598,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
         std::printf(" %12.6g\n", measured[i]->time);
       }
     }
-    std::printf("search overhead %.3f ms (%.1f us per benchmark), %lld proposals removed by the rules before benchmarking\n",
+    std::printf("search overhead %.3f ms (%.1f us per benchmark), %lld proposal%s removed by the rules before benchmarking\n",
                 1e3 * overhead, result.benchmarks ? 1e6 * overhead / result.benchmarks : 0.0,
-                static_cast<long long>(result.skipped_invalid));
+                static_cast<long long>(result.skipped_invalid), result.skipped_invalid == 1 ? "" : "s");
   }
   if (!result.found) {
     return fail(Status::error(StatusCode::kNoValidCandidate, "no config ran successfully in %d benchmarks",

@@ -66,8 +66,10 @@ std::array<uint8_t, 32> sha256(std::string_view data) {
   return digest;
 }
 
-Split split_of(const Problem& problem, int seed) {
-  const auto digest = sha256(std::to_string(seed) + ":" + perf_db_descriptor(problem));
+Split split_of(const Problem& problem, int seed) { return split_of_descriptor(perf_db_descriptor(problem), seed); }
+
+Split split_of_descriptor(std::string_view descriptor, int seed) {
+  const auto digest = sha256(std::to_string(seed) + ":" + std::string(descriptor));
   uint64_t head = 0;
   for (int i = 0; i < 8; ++i) head = head << 8 | digest[i];
   const uint64_t bucket = head % 1000;

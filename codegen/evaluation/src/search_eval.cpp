@@ -44,8 +44,8 @@ struct Outcome {
 }  // namespace
 
 const std::vector<std::string>& search_strategy_names() {
-  static const std::vector<std::string> names = {kPredictorTop1, kPredictorTopB, kPredictorSearch,
-                                                 kDefaultSearch, kRandom,        kExhaustive};
+  static const std::vector<std::string> names = {kPredictorTop1, kPredictorTopB, kPredictorSearch, kDefaultSearch,
+                                                 kFreeSearch,    kConfigList,     kRandom,          kExhaustive};
   return names;
 }
 
@@ -86,11 +86,13 @@ double StrategyCell::overhead_us_per_benchmark() const {
 SearchEvaluation::SearchEvaluation(SearchEvalOptions options) : options_(std::move(options)) {
   for (const std::string& name : search_strategy_names()) {
     if (name == kDefaultSearch && options_.default_config.empty()) continue;
+    if (name == kConfigList && options_.config_list.empty()) continue;
+    if (!options_.with_predictor && (name == kPredictorTop1 || name == kPredictorTopB || name == kPredictorSearch)) continue;
     if (!options_.strategies.empty() &&
         std::find(options_.strategies.begin(), options_.strategies.end(), name) == options_.strategies.end()) {
       continue;
     }
-    const size_t runs = name == kRandom ? static_cast<size_t>(std::max(1, options_.random_runs)) : 1;
+    const size_t runs = name == kRandom || name == kFreeSearch ? static_cast<size_t>(std::max(1, options_.random_runs)) : 1;
     cells_[name].resize(options_.budgets.size());
     for (StrategyCell& cell : cells_[name]) cell.speeds.resize(runs);
   }
@@ -179,6 +181,32 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
     space.value_counts[p] = static_cast<int>(space_values[p].size());
   }
 
+  // The model-free search's space: the definition's domains when the model carries them (a
+  // definition, or a model compiled with one), else the recorded values; the model's rules.
+  std::vector<std::vector<int64_t>> free_values(static_cast<size_t>(count));
+  SearchSpace free_space;
+  free_space.parameter_count = count;
+  struct FreeRule {
+    const Model* model;
+    const Problem* problem;
+  } free_rule{&model, &c.problem};
+  free_space.context = &free_rule;
+  free_space.valid = [](void* context, const int64_t* values, int n) {
+    const FreeRule& r = *static_cast<const FreeRule*>(context);
+    return check_candidate(*r.model, *r.problem, values, n, nullptr);
+  };
+  for (int p = 0; p < count; ++p) {
+    const int64_t* domain = nullptr;
+    int size = 0;
+    if (model.parameter_domain(p, &domain, &size)) {
+      free_values[p].assign(domain, domain + size);
+    } else {
+      free_values[p] = space_values[p];
+    }
+    free_space.values[p] = free_values[p].data();
+    free_space.value_counts[p] = static_cast<int>(free_values[p].size());
+  }
+
   if (cells_.count(kPredictorTop1)) TUNECAST_RETURN_IF_ERROR(predicted(options_.search_width));
   for (size_t b = 0; b < options_.budgets.size(); ++b) {
     const int budget = options_.budgets[b];
@@ -244,6 +272,44 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
       StrategyCell& cell = cells_.at(name)[b];
       cell.overhead_seconds += result.seconds - result.benchmark_seconds;
       cell.overhead_benchmarks += result.benchmarks;
+    }
+
+    // The model-free search (tunecast::search with no predictor), one run per seed.
+    if (cells_.count(kFreeSearch)) {
+      StrategyCell& cell = cells_.at(kFreeSearch)[b];
+      for (size_t r = 0; r < cell.speeds.size(); ++r) {
+        SearchOptions so = options_.search;
+        so.budget = budget;
+        so.observer = SearchObserver();
+        so.explore = -1;
+        so.seed = problem_seed + r;
+        std::vector<unsigned char> scratch(search_scratch_bytes(free_space, so));
+        std::vector<SearchTrial> history(static_cast<size_t>(budget));
+        SearchResult result;
+        const int before = replay.unrecorded;
+        const Status s = search(free_space, nullptr, so, Benchmark::from(replay), scratch.data(), scratch.size(),
+                                history.data(), budget, &result);
+        if (!s) return Status::error(s.code(), "%s: %s", kFreeSearch, s.message());
+        unrecorded_ += replay.unrecorded - before;
+        Outcome o;
+        o.found = result.found;
+        o.best = result.best_time;
+        o.benchmarks = result.benchmarks;
+        o.failed = result.failed_benchmarks;
+        for (int i = 0; i < result.trials; ++i) o.invalid += !valid(history[i].values);
+        record(kFreeSearch, b, r, o);
+        cell.overhead_seconds += result.seconds - result.benchmark_seconds;
+        cell.overhead_benchmarks += result.benchmarks;
+      }
+    }
+
+    // The kernel's own autotune list, in its order, truncated at B (what its users benchmark).
+    if (cells_.count(kConfigList)) {
+      std::vector<size_t> order(options_.config_list.size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      const int before = replay.unrecorded;
+      record(kConfigList, b, 0, measure_list(options_.config_list, order, static_cast<size_t>(budget)));
+      unrecorded_ += replay.unrecorded - before;
     }
 
     // Random search (runs averaged) and exhaustive search in random order (one seeded order, as

@@ -17,6 +17,10 @@ enum class Split { kTrain, kVal, kTest };
 
 std::array<uint8_t, 32> sha256(std::string_view data);
 Split split_of(const Problem& problem, int seed);
+// The same hash over any descriptor text: a kernel definition's problems use their canonical text
+// without the architecture item (tools/tunecast_train/kernel.py split_text), so a problem lands in
+// the same split on every architecture.
+Split split_of_descriptor(std::string_view descriptor, int seed);
 const char* split_name(Split split);
 
 }  // namespace tunecast::codegen

@@ -29,9 +29,11 @@ struct SearchEvalOptions {
   int search_width = 1;                 // top-1 and top-B: the first B distinct of a beam of max(B, width)
   SearchOptions search;                 // predictor + coordinate descent, and default + coordinate descent (budget set per B)
   std::vector<int64_t> default_config;  // the kernel's default, model order; empty: no default + coordinate descent
-  int random_runs = 10;                 // random search: runs averaged
+  int random_runs = 10;                 // random search and the model-free search: runs (seeds) averaged
+  std::vector<std::vector<int64_t>> config_list;  // a kernel's own autotune list (model order); empty: none
   uint64_t seed = 0;                    // random search and exhaustive search's orders
   std::vector<std::string> strategies;  // only these (names of search_strategy_names()); empty: all
+  bool with_predictor = true;           // false: a kernel definition alone (the predictor strategies are left out)
 };
 
 // The strategies, in report order.
@@ -39,6 +41,8 @@ inline constexpr const char* kPredictorTop1 = "predictor_top1";
 inline constexpr const char* kPredictorTopB = "predictor_top_b";
 inline constexpr const char* kPredictorSearch = "predictor_search";
 inline constexpr const char* kDefaultSearch = "default_search";
+inline constexpr const char* kFreeSearch = "free_search";
+inline constexpr const char* kConfigList = "config_list";
 inline constexpr const char* kRandom = "random";
 inline constexpr const char* kExhaustive = "exhaustive";
 const std::vector<std::string>& search_strategy_names();
