@@ -150,6 +150,40 @@ TEST_CASE("kernel definition: compiled alone, a model without a predictor that p
   }
 }
 
+TEST_CASE("search: Benchmark::prepare announces the explore batch before its first benchmark, in the order it is run") {
+  rules::CompiledRules rules;
+  REQUIRE(rules::compile(kDefinition, "d.tcr", &rules).is_ok());
+  ir::Model ir;
+  REQUIRE(codegen::definition_model(rules, "d.tcr", &ir).is_ok());
+  tunecast_test::CompiledModel compiled;
+  tunecast_test::compile_model(ir, &compiled);
+  Problem problem;
+  REQUIRE(parse_problem(compiled.model.problem_schema(), "m=512,k=256", &problem).is_ok());
+  std::vector<std::vector<int64_t>> announced, run;
+  int runs_before_announce = -1;
+  auto bench = [&](const int64_t* v, int n, double* time) {
+    run.emplace_back(v, v + n);
+    *time = 1.0 + static_cast<double>(v[0] + v[1] + v[2]);
+    return BenchmarkStatus::kOk;
+  };
+  auto prepare = [&](const int64_t* configs, int count, int n) {
+    if (runs_before_announce < 0) runs_before_announce = static_cast<int>(run.size());
+    for (int i = 0; i < count; ++i) announced.emplace_back(configs + i * n, configs + (i + 1) * n);
+  };
+  SearchOptions options;
+  options.budget = 20;
+  options.seed = 5;
+  std::vector<unsigned char> scratch(search_scratch_bytes(compiled.model, options));
+  SearchResult result;
+  REQUIRE(search(compiled.model, problem, options, Benchmark::from(bench, prepare), scratch.data(), scratch.size(),
+                 nullptr, 0, &result)
+              .is_ok());
+  CHECK(runs_before_announce == 0);
+  REQUIRE(announced.size() == static_cast<size_t>(default_free_explore(20)));
+  REQUIRE(run.size() >= announced.size());
+  for (size_t i = 0; i < announced.size(); ++i) CHECK(announced[i] == run[i]);
+}
+
 TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, --replay of the recording") {
   tunecast_test::TempDir dir;
   const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";

@@ -255,10 +255,46 @@ class Engine {
     return measured;
   }
 
+  // Tells the benchmark of the configs about to be proposed (Benchmark::prepare): those of
+  // `configs` (index vectors) that are valid, unvisited and distinct, at most `limit`.
+  void announce(const uint16_t* configs, int config_count, int limit) {
+    if (benchmark_.prepare == nullptr || limit <= 0 || stopped_) return;
+    int64_t values[kMaxPrepared * kMaxParameters];
+    int n = 0;
+    for (int i = 0; i < config_count && n < limit && n < kMaxPrepared; ++i) {
+      const uint16_t* index = configs + static_cast<size_t>(i) * kMaxParameters;
+      if (find(index) != nullptr) continue;
+      int64_t* v = values + static_cast<size_t>(n) * space_.count;
+      values_of(index, v);
+      bool repeated = false;
+      for (int j = 0; j < n && !repeated; ++j) {
+        repeated = std::equal(v, v + space_.count, values + static_cast<size_t>(j) * space_.count);
+      }
+      if (repeated || !validity_(v)) continue;
+      ++n;
+    }
+    if (n > 0) {
+      benchmark_.prepare(benchmark_.prepare_context ? benchmark_.prepare_context : benchmark_.context, values, n,
+                         space_.count);
+    }
+  }
+  static constexpr int kMaxPrepared = 64;  // configs announced at once
+
   // Without a predictor: `explore` random valid configs, coordinate descent from the best, and
   // while budget is left after it converges, further draws, descending again from any that
   // improves on the best.
   void run_free(int explore, Rng* rng) {
+    if (benchmark_.prepare != nullptr) {  // the same draws explore_random makes next, announced first
+      Rng preview = *rng;
+      uint16_t drawn[kMaxPrepared * kMaxParameters];
+      const int n = std::min(kMaxPrepared, explore * 4);
+      for (int i = 0; i < n; ++i) {
+        for (int p = 0; p < space_.count; ++p) {
+          drawn[i * kMaxParameters + p] = static_cast<uint16_t>(preview.below(space_.sizes[p]));
+        }
+      }
+      announce(drawn, n, explore);
+    }
     explore_random(explore, rng);
     if (!found_ || stopped_) return;
     exploit(best_);
@@ -665,6 +701,14 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
     result->distinct_candidates += !repeated;
   }
   const int explore = options.explore > 0 ? options.explore : default_explore(beam, options.budget);
+  if (benchmark.prepare != nullptr) {
+    uint16_t listed[Engine::kMaxPrepared * kMaxParameters];
+    int n = 0;
+    for (int i = 0; i < info.candidates && n < Engine::kMaxPrepared; ++i) {
+      if (engine.index_of(candidates[i].values, listed + n * kMaxParameters)) ++n;
+    }
+    engine.announce(listed, n, std::min(explore, options.budget));
+  }
   uint16_t first[kMaxParameters] = {};
   bool have_first = false;
   int explored = 0;

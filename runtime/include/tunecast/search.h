@@ -40,6 +40,12 @@ enum class BenchmarkStatus : int {
 struct Benchmark {
   BenchmarkStatus (*run)(void* context, const int64_t* values, int count, double* time) = nullptr;
   void* context = nullptr;
+  // Optional: told of configs the search will benchmark next, before the first of them is run
+  // (the explore batch: the beam's candidates, or the model-free draws), `config_count` configs of
+  // `count` values each, back to back; so a benchmark process can compile them in parallel and
+  // time them one by one. Some may not be run (the budget or time limit ends first); each that is
+  // run still comes through `run`.
+  void (*prepare)(void* context, const int64_t* configs, int config_count, int count) = nullptr;
 
   explicit operator bool() const { return run != nullptr; }
   // Wraps any callable `BenchmarkStatus(const int64_t* values, int count, double* time)` that
@@ -53,6 +59,18 @@ struct Benchmark {
     };
     return b;
   }
+  // Wraps a callable as from(), plus a `prepare` callable `void(const int64_t* configs, int
+  // config_count, int count)`; both must outlive the Benchmark.
+  template <typename Callable, typename Prepare>
+  static Benchmark from(Callable& callable, Prepare& prepare_callable) {
+    Benchmark b = from(callable);
+    b.prepare_context = &prepare_callable;
+    b.prepare = [](void* context, const int64_t* configs, int config_count, int count) {
+      (*static_cast<Prepare*>(context))(configs, config_count, count);
+    };
+    return b;
+  }
+  void* prepare_context = nullptr;  // prepare's context (from(callable, prepare)); null: `context`
 };
 
 enum class SearchPhase : uint8_t { kExplore = 0, kExploit = 1 };
