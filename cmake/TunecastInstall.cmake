@@ -25,9 +25,7 @@ if(TUNECAST_BUILD_TOOLS)
   # binary needs no source tree: share/tunecast/tools/ (codegen/CMakeLists.txt, TUNECAST_INSTALLED_TOOLS_REL).
   install(FILES ${PROJECT_SOURCE_DIR}/tools/plot_eval.py ${PROJECT_SOURCE_DIR}/tools/plot_eval_search.py
     DESTINATION ${TUNECAST_INSTALL_DATADIR}/tools)
-  install(FILES ${PROJECT_SOURCE_DIR}/tools/tunecast_train/__init__.py
-    ${PROJECT_SOURCE_DIR}/tools/tunecast_train/eval_results.py ${PROJECT_SOURCE_DIR}/tools/tunecast_train/files.py
-    DESTINATION ${TUNECAST_INSTALL_DATADIR}/tools/tunecast_train)
+  # The trainer package (what the plot scripts import from it too): tools/CMakeLists.txt.
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/weights/rules/ DESTINATION ${TUNECAST_INSTALL_DATADIR}/rules
   FILES_MATCHING PATTERN "*.tcr")

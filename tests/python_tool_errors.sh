@@ -43,4 +43,6 @@ expect_error "--width must be >= 10" $py "$research/mixture_study.py" --runs "$w
 echo 'not sqlite' > "$work/part.db"
 expect_error "part.db: not an SQLite file" $py "$tools/gpu_timing/merge.py" "$work/part.db" -o "$work/merged.db"
 expect_error "is also an input" $py "$tools/gpu_timing/merge.py" "$work/part.db" -o "$work/part.db"
+expect_error "not found" $py "$tools/tunecast-train" --timings "$work/absent.db" --out "$work/t"
+expect_error "train.py knows the kernels" $py "$tools/train.py" --solver MyHgemm --out "$work/t"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -49,11 +49,20 @@ def check_expressions():
     env["c"], env["k"], env["dir"] = np.array([-7]), np.array([2]), np.array([1])
     cases = {"c / k": -3, "c % k": -1, "1 + 2 * 3": 7, "(1 + 2) * 3": 9, "dir == B ? 10 : 20": 10,
              "!0 + !5": 1, "1 < 2 && 2 < 1 || 1": 1, "-c": 7, "4 % 2 == 0 + 1": 0, "(4 % 2 == 0) + 1": 2,
-             "gfx906 + FP16 + W": 4}
+             "gfx906 + FP16 + W": 4,
+             # the rules language's builtins and shifts (a kernel definition's `feature` statements)
+             "ceil_div(7, 2)": 4, "ceil_div(-7, 2)": -3, "ceil_div(c, -2)": 4, "ceil_div(8, 2)": 4,
+             "min(3, k, 9)": 2, "max(c, k)": 2, "abs(c)": 7, "is_pow2(k) + is_pow2(6) + is_pow2(0)": 1,
+             "ilog2(1000)": 9, "1 << 4 >> 2": 4, "0x10 + 1": 17, "max(1, 2) * 3 < 7": 1}
     for text, want in cases.items():
         got = int(features.Expr(text).eval(env, 1)[0])
         assert got == want, f"{text}: got {got}, want {want}"
-    print(f"[test_export] {len(cases)} expression cases ok")
+    # a kernel definition's own fields and symbols, and any architecture name (tunecast-train)
+    own = {"m": np.array([100]), "dtype": np.array([1]), "arch": np.array([data.arch_code("h100")])}
+    for text, want in {"ceil_div(m, 16) * (dtype == FP32)": 7, "arch == h100": 1, "arch == a100": 0}.items():
+        got = int(features.Expr(text, ["m", "dtype", "arch"], {"FP16": 0, "FP32": 1}, any_arch=True).eval(own, 1)[0])
+        assert got == want, f"{text}: got {got}, want {want}"
+    print(f"[test_export] {len(cases) + 3} expression cases ok")
 
 
 def check_digest_with_compiler(tunecast, model_json, work):

@@ -11,22 +11,16 @@ Models: paper (LSTM enc-dec), attention (bi-LSTM + Luong dot), hybrid (Conv1D en
 mlp (ours: MLP encoder over one feature row, 2-layer LSTM decoder reading the problem at every step),
 transformer (a study: mlp's encoder, pre-LN transformer decoder; PyTorch only, writes no tunecast export).
 One model covers every arch / precision / direction asked for; they are encoder inputs.
+Any other kernel (a definition and its timing DBs, docs/kernels.md): tools/tunecast-train, the same
+models, recipe flags and training loop (tools/tunecast_train/training.py).
 """
 import argparse
-import json
-import math
 import os
-import random
-import shlex
 import sqlite3
 import sys
-import time
-
-import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tunecast_train import data, export, features, metrics, models, search  # noqa: E402
+from tunecast_train import data, export, features, training  # noqa: E402
 from tunecast_train import baselines as bl  # noqa: E402
 
 
@@ -35,334 +29,134 @@ def parse():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=data.DEFAULT_PERFDB_DIR,
                     help="perf DB folder, or folder of <solver>.csv written by tools/dataset.py")
-    ap.add_argument("--solver", default="ConvAsm1x1U", choices=list(data.SOLVER_PARAMS))
+    ap.add_argument("--solver", default="ConvAsm1x1U", metavar="{" + ",".join(data.SOLVER_PARAMS) + "}",
+                    help="a MIOpen kernel, or TritonGemm1x1 (timings/); any other kernel: tunecast-train "
+                         "--kernel KERNEL.tcr --timings DB (docs/training.md, \"Training any kernel\")")
     ap.add_argument("--arch", nargs="+", default=["gfx900", "gfx906"],
                     choices=list(data.ARCHS) + list(data.DEVICE_ARCHS))
     ap.add_argument("--precision", nargs="+", default=["FP32", "FP16"], choices=list(data.DTYPES))
     ap.add_argument("--train-precision", nargs="+", default=None,
                     help="precisions used for training (default: --precision); e.g. add BF16 as extra data")
-    ap.add_argument("--model", default="mlp", choices=list(models.MODELS))
-    ap.add_argument("--emb", type=int, default=32,
-                    help="token (and enc_in) embedding width (transformer: unused, tokens embed at --units)")
-    ap.add_argument("--units", type=int, default=128,
-                    help="LSTM units (attention: per direction; transformer: decoder width)")
-    ap.add_argument("--hidden", type=int, default=256, help="mlp and transformer: encoder width")
-    ap.add_argument("--filters", type=int, default=64, help="hybrid: Conv1D filters")
-    ap.add_argument("--layers", type=int, default=2, help="transformer: decoder blocks")
-    ap.add_argument("--heads", type=int, default=4, help="transformer: attention heads (must divide --units)")
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--kernel-features", action="store_true",
-                    help="add the kernel-aware encoder features of tools/tunecast_train/features.py "
-                         "KERNEL_CANDIDATES (solvers listed there only)")
-    ap.add_argument("--label-smoothing", type=float, default=0.1,
-                    help="mass spread over the current position's tokens")
-    ap.add_argument("--neighbour-labels", type=int, default=0, metavar="M",
-                    help="a study: also learn, for each training problem, the tuned vector of one of its M "
-                         "nearest training problems of the same arch and precision (the nearest-neighbour "
-                         "baseline's features), drawn anew every epoch, weighted by --neighbour-weight")
-    ap.add_argument("--neighbour-weight", type=float, default=0.5,
-                    help="loss weight of the neighbour's vector next to the problem's own (weight 1)")
-    ap.add_argument("--param-order", metavar="P,P,...",
-                    help="decode the parameters in this order (a permutation of the solver's positions, "
-                         "e.g. 0,4,1,2,3,5 emits position 4 second); the export records it as the "
-                         "vocabulary's decode_order: the runtime decodes in that order, checks each rule "
-                         "once its parameters are known, and returns vectors in the solver's order")
-    ap.add_argument("--near-optimal", type=float, default=0.0, metavar="F",
-                    help="timing DBs (timings/): also learn, for each training problem, every config "
-                         "within F (e.g. 0.03) of its fastest time, not only the fastest")
-    ap.add_argument("--epochs", type=int, default=60, help="length of the learning-rate schedule")
-    ap.add_argument("--fit-on", default="train", choices=list(data.FIT_SPLITS),
-                    help="train: keep the checkpoint that scores best on val; train+val: the refit of a "
-                         "recipe already chosen on val (no checkpoint selection: the weights at --stop-epoch); "
-                         "all: the same on train + val + test, for shipping once every measurement is done "
-                         "(nothing of our split is left to score it: the train+val twin's test numbers stand for it)")
-    ap.add_argument("--stop-epoch", type=int, default=0,
-                    help="with --fit-on train+val or all: stop after this epoch (default --epochs), e.g. the "
-                         "epoch the train-only run picked on val")
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--wd", type=float, default=1e-4)
-    ap.add_argument("--eval-every", type=int, default=5, help="epochs between validation beam searches")
-    ap.add_argument("--time-limit", type=float, default=0,
-                    help="stop training after this many seconds (0: none), then evaluate and export")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--split-seed", type=int, default=0)
-    ap.add_argument("--device", default="cpu", help="cpu or cuda")
-    ap.add_argument("--threads", type=int, default=2, help="CPU threads")
-    ap.add_argument("--smoke", action="store_true", help="a few seconds on a few hundred rows (CI)")
-    ap.add_argument("--name", help="model name (default <solver>_<model>)")
+
+    def kernel_features(ap):
+        ap.add_argument("--kernel-features", action="store_true",
+                        help="add the kernel-aware encoder features of tools/tunecast_train/features.py "
+                             "KERNEL_CANDIDATES (solvers listed there only)")
+    training.add_model_arguments(ap, after_dropout=kernel_features)
     ap.add_argument("--tunecast", metavar="CLI",
                     help="the tunecast CLI (e.g. build/codegen/tunecast): compile the export and require the "
                          "runtime to reproduce PyTorch's outputs (model.vectors.json) within 1e-4")
     ap.add_argument("--out", required=True, help="output folder")
     args = ap.parse_args()
-    for option in ("emb", "units", "hidden", "filters", "layers", "heads", "epochs", "batch", "eval_every", "threads"):
-        if getattr(args, option) < 1:
-            ap.error(f"--{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}")
-    if not args.lr > 0 or not args.wd >= 0 or not args.time_limit >= 0:
-        ap.error("--lr must be positive, --wd and --time-limit 0 or more")
-    if not (0 <= args.dropout < 1 and 0 <= args.label_smoothing < 1):
-        ap.error("--dropout and --label-smoothing must be in [0, 1)")
+    if args.solver not in data.SOLVER_PARAMS:
+        ap.error(f"--solver {args.solver}: train.py knows the kernels of MIOpen's perf DBs and timings/ "
+                 f"({', '.join(data.SOLVER_PARAMS)}); any kernel with a definition and timing DBs: "
+                 f"tunecast-train --kernel {args.solver}.tcr --timings DB ... (docs/training.md, \"Training any kernel\")")
+    training.check_counts(ap, args)
     if args.train_precision and not set(args.train_precision) <= set(data.DTYPES):
         ap.error(f"--train-precision: choose from {', '.join(data.DTYPES)}")
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        ap.error(f"--device {args.device}: this PyTorch sees no CUDA device (use --device cpu)")
     if not os.path.exists(args.data):
         sys.exit(f"train: --data {args.data} not found (a perf DB folder, or tools/dataset.py's CSV folder or file)")
     if os.path.isdir(args.data) and not any(f.endswith(".db") for f in os.listdir(args.data)) \
             and not os.path.isfile(os.path.join(args.data, f"{args.solver}.csv")):
         sys.exit(f"train: --data {args.data} holds neither perf DBs (*.db) nor {args.solver}.csv")
-    if args.stop_epoch and args.fit_on == "train":
-        ap.error("--stop-epoch goes with --fit-on train+val or all (on train, val picks the checkpoint)")
-    if args.tunecast and not os.access(args.tunecast, os.X_OK):
-        ap.error(f"--tunecast {args.tunecast}: not an executable (build it: cmake --build build)")
-    if args.smoke:  # a few seconds: a tiny model for a few epochs
-        args.epochs, args.eval_every, args.units, args.hidden, args.emb = 3, 3, 16, 32, 8
-    if args.model == "transformer" and args.units % args.heads:
-        ap.error(f"--heads {args.heads} must divide the decoder width {args.units} (each head gets width / heads)")
-    if args.tunecast and not models.MODELS[args.model].exportable:
-        ap.error(f"--tunecast: --model {args.model} is a study model with no tunecast export to check")
-    if not 0 <= args.stop_epoch <= args.epochs:
-        ap.error(f"--stop-epoch must be within 1..--epochs ({args.epochs}), got {args.stop_epoch}")
-    if args.neighbour_labels < 0 or not args.neighbour_weight >= 0:
-        ap.error("--neighbour-labels and --neighbour-weight must be 0 or more")
-    if args.param_order is not None:
-        positions = len(data.SOLVER_PARAMS[args.solver])
-        try:
-            args.param_order = [int(t) for t in args.param_order.split(",")]
-        except ValueError:
-            ap.error(f"--param-order: expected comma-separated positions, got {args.param_order!r}")
-        if sorted(args.param_order) != list(range(positions)):
-            ap.error(f"--param-order: expected a permutation of 0..{positions - 1} ({args.solver} has "
-                     f"{positions} parameters), got {','.join(map(str, args.param_order))}")
+    training.check_model_arguments(ap, args)
+    training.parse_param_order(ap, args, len(data.SOLVER_PARAMS[args.solver]), args.solver)
     if args.kernel_features and args.solver not in features.KERNEL_CANDIDATES:
         ap.error(f"--kernel-features: none defined for {args.solver} (tools/tunecast_train/features.py "
                  f"KERNEL_CANDIDATES has {', '.join(features.KERNEL_CANDIDATES)})")
     return args
 
 
-def seed_all(seed):
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.cuda.manual_seed_all(seed)
+def _timing_dbs(args):
+    """The MIOpen-keyed timing DBs (a `timings` table beside perf_db, timings/) among the DBs read."""
+    if not os.path.isdir(args.data):
+        return []
+    out = []
+    for arch in args.arch:
+        try:
+            path = data.perfdb_path(args.data, arch)
+        except FileNotFoundError:
+            continue
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            if data._has_timings(con):
+                out.append(os.path.basename(path))
+        finally:
+            con.close()
+    return out
 
 
-def smooth_targets(vocab, eps):
-    """[P + 1, V] smoothing mass per step: eps spread over the step's own tokens (none at the end)."""
-    S = torch.zeros(vocab.positions + 1, vocab.size)
-    for p, toks in enumerate(vocab.position_tokens):
-        S[p, toks] = eps / len(toks)
-    return S
+class MiopenSource:
+    """MIOpen's perf DBs (and the MIOpen-keyed timing DBs of timings/): the convolution problem's
+    fields (data.FIELDS), one group per (arch, precision)."""
+    command = "/usr/bin/python3 tools/train.py"
+    shipped_command = "python3 tools/train.py"
+    failure_only = []
 
+    def __init__(self, args):
+        self.solver = args.solver
+        self.param_names = data.SOLVER_PARAMS[args.solver]
+        self.train_prec = args.train_precision or args.precision
+        try:
+            self.rows = data.load(args.data, [args.solver], args.arch,
+                                  sorted(set(args.precision) | set(self.train_prec)), args.split_seed, args.near_optimal)
+        except (OSError, ValueError, sqlite3.Error) as e:
+            sys.exit(f"train: {e}")
 
-def sequence_loss(model, X, tok_in, tok_out, S, onehot_w):
-    """Mean over problems of the summed per-step cross-entropy, label smoothing S[step] included."""
-    logp = torch.log_softmax(model.teacher(X, tok_in), -1)                      # [B, P+1, V]
-    nll = -logp.gather(2, tok_out.unsqueeze(2)).squeeze(2) * onehot_w            # [B, P+1]
-    smooth = -(logp * S.unsqueeze(0)).sum(2)
-    return (nll + smooth).sum(1).mean()
+    def partition(self, args):
+        fit = data.FIT_SPLITS[args.fit_on]
+        train = [r for r in self.rows if r["split"] in fit and data.PRECISION_OF[r["dtype"]] in self.train_prec]
+        val = [r for r in self.rows if r["split"] == "val" and data.PRECISION_OF[r["dtype"]] in args.precision]
+        test = [r for r in self.rows if r["split"] == "test" and data.PRECISION_OF[r["dtype"]] in args.precision]
+        return train, val, test
 
+    def no_rows(self, args):
+        return (f"train: no {args.fit_on} rows of {args.solver} for {', '.join(args.arch)} x {', '.join(self.train_prec)} "
+                f"in {args.data}")
 
-def nearest_rows(train, m):
-    """[N, m] long tensor: for each training row, its m nearest other training rows of the same arch
-    and precision (the nearest-neighbour baseline's standardized features, ties by row order); a row
-    with fewer than m others cycles through those it has, a row alone in its group stands for itself."""
-    out = np.zeros((len(train), m), dtype=np.int64)
-    by_group = {}
-    for i, r in enumerate(train):
-        by_group.setdefault((r["arch"], r["dtype"]), []).append(i)
-    for members in by_group.values():
-        a = bl.knn_features(data.fields_matrix([train[i] for i in members]))
-        sd = a.std(0)
-        sd[sd == 0] = 1.0
-        a = (a - a.mean(0)) / sd
-        for j, i in enumerate(members):
-            d = ((a - a[j]) ** 2).sum(1)
-            d[j] = np.inf
-            order = np.lexsort((np.arange(len(d)), d))[:max(1, min(m, len(members) - 1))]
-            near = [members[o] for o in order] if len(members) > 1 else [i]
-            out[i] = (near * m)[:m]
-    return torch.tensor(out)
+    def describe_rows(self, args, train, val, test):
+        return (f"{len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
+                f"archs {args.arch}, precisions {args.precision} (train {self.train_prec})")
 
+    fields_matrix = staticmethod(data.fields_matrix)
+    groups = staticmethod(data.groups)
+    knn_features = staticmethod(bl.knn_features)
 
-def evaluate(model, enc, vocab, rows, device, ks):
-    """{(arch, precision): metrics} with beam width k for every k."""
-    inputs = lambda sel: torch.tensor(enc.matrix(data.fields_matrix(sel)), device=device)  # noqa: E731
-    return search.evaluate(model, inputs, vocab, rows, ks)
+    @staticmethod
+    def vocabulary(param_names, train, param_order):
+        """The values some training target uses (the shipped recipes' vocabularies)."""
+        return data.Vocabulary.from_rows(param_names, train, param_order)
+
+    @staticmethod
+    def neighbour_group(r):
+        return (r["arch"], r["dtype"])
+
+    def encoding(self, train, layout, args):
+        extra = features.KERNEL_CANDIDATES[args.solver] if args.kernel_features else ()
+        return features.Encoding.select(data.fields_matrix(train), layout, extra)
+
+    def result_extra(self):
+        return {}
+
+    def metadata(self, args, shipped_command, test_metrics):
+        timing_dbs = _timing_dbs(args)
+        source = (f"timing DBs {', '.join(timing_dbs)} (MIOpen-keyed, timings/README.md)" if timing_dbs
+                  else "MIOpen perf DBs (commit 2d1fd997)")
+        return {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
+                "training_precisions": ",".join(self.train_prec), "fit_on": args.fit_on, "model": args.model,
+                "split_seed": str(args.split_seed),
+                "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
+                "seed": str(args.seed), "training_command": shipped_command, "source": source,
+                "test_metrics": test_metrics}
+
+    def runtime_check(self, args):
+        return export.check_with_runtime(args.tunecast, args.out) if args.tunecast else None
 
 
 def main():
     args = parse()
-    t0 = time.time()
-    torch.set_num_threads(args.threads)
-    seed_all(args.seed)
-    dev = torch.device(args.device)
-    name = args.name or f"{args.solver}_{args.model}"
-    ks = metrics.KS
-    train_prec = args.train_precision or args.precision
-    try:
-        rows = data.load(args.data, [args.solver], args.arch, sorted(set(args.precision) | set(train_prec)),
-                         args.split_seed, args.near_optimal)
-    except (OSError, ValueError, sqlite3.Error) as e:
-        sys.exit(f"train: {e}")
-    param_names = data.in_decode_order(data.SOLVER_PARAMS[args.solver], args.param_order)
-    for r in rows:
-        r["params"] = data.in_decode_order(r["params"], args.param_order)
-    train = [r for r in rows if r["split"] in data.FIT_SPLITS[args.fit_on] and data.PRECISION_OF[r["dtype"]] in train_prec]
-    val = [r for r in rows if r["split"] == "val" and data.PRECISION_OF[r["dtype"]] in args.precision]
-    test = [r for r in rows if r["split"] == "test" and data.PRECISION_OF[r["dtype"]] in args.precision]
-    if args.smoke:
-        rng = random.Random(args.seed)
-        train, val, test = rng.sample(train, min(400, len(train))), val[:100], test[:100]
-        ks = (1, 10)
-    # Splits the model learns from score nothing: no checkpoint selection on val, no test figures.
-    val = [] if "val" in data.FIT_SPLITS[args.fit_on] else val
-    test = [] if "test" in data.FIT_SPLITS[args.fit_on] else test
-    if not train:
-        sys.exit(f"train: no {args.fit_on} rows of {args.solver} for {', '.join(args.arch)} x {', '.join(train_prec)} "
-                 f"in {args.data}")
-    last_epoch = min(args.stop_epoch or args.epochs, args.epochs)
-    print(f"[train] {name}: {len(train)} {args.fit_on} / {len(val)} val / {len(test)} test rows, "
-          f"archs {args.arch}, precisions {args.precision} (train {train_prec}), device {dev}", flush=True)
-
-    vocab = data.Vocabulary.from_rows(param_names, train, args.param_order)
-    layout = models.MODELS[args.model].layout
-    extra = features.KERNEL_CANDIDATES[args.solver] if args.kernel_features else ()
-    enc = features.Encoding.select(data.fields_matrix(train), layout, extra)
-    Xtr = enc.matrix(data.fields_matrix(train))
-    f = enc.values(Xtr)
-    mean, std = f.mean(0), f.std(0)
-    std[std < 1e-6] = 1.0
-    print(f"[train] vocabulary {vocab.size} tokens, encoder input {enc.shape[0]}x{enc.shape[1]} "
-          f"({enc.count} features)", flush=True)
-
-    tok = torch.tensor([vocab.encode(r["params"]) for r in train])
-    tgt = torch.cat([tok, torch.zeros(len(tok), 1, dtype=torch.long)], 1)        # ... then end
-    tin = torch.cat([torch.zeros(len(tok), 1, dtype=torch.long), tok], 1)        # start, prefix
-    neighbours = nearest_rows(train, args.neighbour_labels) if args.neighbour_labels else None
-    Xtr_t = torch.tensor(Xtr)
-    S = smooth_targets(vocab, args.label_smoothing).to(dev)
-    onehot_w = 1.0 - S.sum(1)                                                   # [P + 1]
-
-    model = models.build(args.model, enc.shape, vocab.size, mean, std, emb=args.emb, units=args.units,
-                         hidden=args.hidden, filters=args.filters, dropout=args.dropout, layers=args.layers,
-                         heads=args.heads).to(dev)
-    nparams = sum(p.numel() for p in model.parameters())
-    print(f"[train] model {args.model}: {nparams} parameters", flush=True)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.wd)
-    steps_per_epoch = math.ceil(len(train) / args.batch)
-    total = steps_per_epoch * args.epochs
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / (2 * steps_per_epoch)) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
-    gen = torch.Generator().manual_seed(args.seed)
-
-    best, best_state, history = -1.0, None, []
-    for epoch in range(1, last_epoch + 1):
-        model.train()
-        perm = torch.randperm(len(train), generator=gen)
-        tot_loss = 0.0
-        for s in range(0, len(train), args.batch):
-            idx = perm[s:s + args.batch]
-            X, ti, tt = Xtr_t[idx].to(dev), tin[idx].to(dev), tgt[idx].to(dev)
-            loss = sequence_loss(model, X, ti, tt, S, onehot_w)
-            if neighbours is not None:  # one of each problem's nearest problems' vectors, drawn anew
-                pick = neighbours[idx, torch.randint(neighbours.shape[1], (len(idx),), generator=gen)]
-                loss = loss + args.neighbour_weight * sequence_loss(model, X, tin[pick].to(dev), tgt[pick].to(dev),
-                                                                    S, onehot_w)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            tot_loss += loss.item() * len(idx)
-        over = bool(args.time_limit) and time.time() - t0 > args.time_limit
-        msg = f"[train] epoch {epoch}/{last_epoch} loss {tot_loss / len(train):.4f}"
-        if not val:
-            best_state = None                              # keep the weights of the last epoch
-        elif epoch % args.eval_every == 0 or epoch == last_epoch or over:
-            vm = evaluate(model, enc, vocab, val, dev, (1, 10)) if val else {}
-            sc = float(np.mean([m["perfect@1"] + m["perfect@10"] for m in vm.values()])) if vm else 0.0
-            history.append({"epoch": epoch, "val_p1_plus_p10": sc})
-            msg += f" val(p@1+p@10, mean over groups) {sc:.1f}"
-            if sc > best:
-                best = sc
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-                msg += " *"
-        print(msg + f" [{time.time() - t0:.0f}s]", flush=True)
-        if over:
-            print(f"[train] time limit reached after epoch {epoch}", flush=True)
-            break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-
-    print("[train] evaluating (beam width k for each k) ...", flush=True)
-    test_m = evaluate(model, enc, vocab, test, dev, ks)
-    val_m = evaluate(model, enc, vocab, val, dev, ks)
-    base = {}
-    train_groups = data.groups(train)
-    for (arch, prec), te in data.groups(test).items():
-        tr = train_groups.get((arch, prec), [])
-        near = bl.nearest(data.fields_matrix(tr), [r["params"] for r in tr], data.fields_matrix(te), max(ks))
-        base[(arch, prec)] = {"frequent": metrics.score([bl.frequent([r["params"] for r in tr])] * len(te),
-                                                        [r["params"] for r in te], ks),
-                              "nearest": metrics.score(near, [r["params"] for r in te], ks)}
-    table = []
-    for g in sorted(test_m):
-        table.append((f"{args.solver} {g[0]} {g[1]} {args.model}", test_m[g]))
-        for bname, m in base[g].items():
-            table.append((f"{args.solver} {g[0]} {g[1]} {bname}", m))
-    text = metrics.table(table, ks)
-    print(text, flush=True)
-
-    command = "/usr/bin/python3 tools/train.py " + shlex.join(sys.argv[1:])
-    # The shipped metadata names no build path (the compiler would strip them anyway): --out's last
-    # component, no interpreter path.
-    shipped_command = "python3 tools/train.py " + shlex.join(
-        os.path.basename(a.rstrip("/")) if os.path.isabs(a) else a for a in sys.argv[1:])
-    key = lambda g: f"{g[0]}/{g[1]}"  # noqa: E731
-    result = {"name": name, "solver": args.solver, "model": args.model, "args": vars(args), "command": command,
-              "parameters": nparams, "rows": {"train": len(train), "val": len(val), "test": len(test)},
-              "test": {key(g): m for g, m in test_m.items()}, "val": {key(g): m for g, m in val_m.items()},
-              "baselines": {key(g): m for g, m in base.items()}, "history": history,
-              "train_seconds": round(time.time() - t0, 1)}
-    metadata = {"arch": ",".join(args.arch), "solver": args.solver, "precisions": ",".join(args.precision),
-                "training_precisions": ",".join(train_prec), "fit_on": args.fit_on, "model": args.model, "split_seed": str(args.split_seed),
-                "split": "sha256('<split_seed>:<descriptor>') mod 1000: <800 train, <900 val, else test",
-                "seed": str(args.seed), "training_command": shipped_command, "source": "MIOpen perf DBs (commit 2d1fd997)",
-                "test_metrics": {key(g): {k: round(v, 2) for k, v in m.items()} for g, m in test_m.items()}}
-    os.makedirs(args.out, exist_ok=True)
-    model.cpu()
-    export_ok, wrote = True, "model.pt, metrics.json"
-    if model.exportable:
-        j, jpath = export.write(args.out, model, enc, vocab, name, metadata)
-        check_rows = (test or train)[:4]
-        Xchk = torch.tensor(enc.matrix(data.fields_matrix(check_rows)))
-        tchk = torch.tensor([[max(t, 0) for t in vocab.encode(r["params"])] for r in check_rows])
-        vectors = export.reference_vectors(model, j, Xchk, tchk)
-        diff = export.check(j, vectors)
-        result["export_max_abs_diff"] = diff
-        export_ok = diff < 1e-5
-        print(f"[train] export check: max |numpy - torch| / max(1, |torch|) = {diff:.2e} ({'ok' if export_ok else 'FAILED'})")
-        export.write_vectors(args.out, vectors)
-        if args.tunecast:
-            runtime_ok, check_text = export.check_with_runtime(args.tunecast, args.out)
-            export_ok = export_ok and runtime_ok
-            print(f"[train] tunecast runtime vs PyTorch: {'ok' if runtime_ok else 'FAILED'}\n{check_text}", flush=True)
-        wrote = f"{jpath} ({os.path.getsize(jpath) / 1e6:.2f} MB), model.tce, model.vectors.json, " + wrote
-    else:
-        print(f"[train] {args.model} is a study model: the runtime cannot run it, so no tunecast export", flush=True)
-    # mean/std as lists: a checkpoint written under NumPy 2 (the GPU machine) then loads under NumPy 1
-    torch.save({"state_dict": model.state_dict(), "args": vars(args), "encoding": enc.to_json(),
-                "vocabulary": vocab.to_json(), "mean": mean.tolist(), "std": std.tolist()},
-               os.path.join(args.out, "model.pt"))
-    with open(os.path.join(args.out, "metrics.json"), "w") as fh:
-        json.dump(result, fh, indent=1)
-    with open(os.path.join(args.out, "metrics.txt"), "w") as fh:
-        fh.write(text + "\n")
-    print(f"[train] wrote {wrote}, metrics.txt in {time.time() - t0:.0f}s", flush=True)
-    if not export_ok:
-        sys.exit(1)
+    training.run(args, MiopenSource(args))
 
 
 if __name__ == "__main__":

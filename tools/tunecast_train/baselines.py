@@ -26,15 +26,17 @@ def knn_features(fields):
     return np.stack(cols, 1)
 
 
-def nearest(train_fields, train_params, test_fields, kmax):
+def nearest(train_fields, train_params, test_fields, kmax, features=None):
     """Per test problem: distinct tuned vectors of training problems in order of Euclidean distance
     of standardized features (mean/std of the training rows, std 0 -> 1), ties by training order;
-    stops at kmax vectors."""
-    a = knn_features(train_fields)
+    stops at kmax vectors. `features` (default knn_features, the convolution problem's) maps a
+    field matrix to the features."""
+    knn = features or knn_features
+    a = knn(train_fields)
     mu, sd = a.mean(0), a.std(0)
     sd[sd == 0] = 1.0
     a = (a - mu) / sd
-    b = (knn_features(test_fields) - mu) / sd
+    b = (knn(test_fields) - mu) / sd
     out = []
     for q in b:
         d = ((a - q) ** 2).sum(1)

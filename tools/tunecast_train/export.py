@@ -99,12 +99,13 @@ def write_vectors(outdir, vectors):
     return path
 
 
-def check_with_runtime(tunecast, outdir):
+def check_with_runtime(tunecast, outdir, rules=None):
     """Compiles outdir's export with the tunecast CLI and has it reproduce model.vectors.json
-    (`tunecast compile --check-vectors`). Returns (ok, the CLI's output)."""
+    (`tunecast compile --check-vectors`), with `rules` (a kernel definition, whose problem fields
+    the encoding reads) when given. Returns (ok, the CLI's output)."""
     with tempfile.TemporaryDirectory(prefix="tunecast_check_") as tmp:   # the blob itself is not kept
         cmd = [tunecast, "compile", os.path.join(outdir, "model.tcir.json"), "--encoding",
                os.path.join(outdir, "model.tce"), "--check-vectors", os.path.join(outdir, "model.vectors.json"),
-               "-o", os.path.join(tmp, "model.tcm")]
+               "-o", os.path.join(tmp, "model.tcm")] + (["--rules", rules] if rules else [])
         run = subprocess.run(cmd, capture_output=True, text=True)
     return run.returncode == 0, (run.stdout + run.stderr).strip()

@@ -12,10 +12,11 @@ import numpy as np
 from .data import FIELDS, SYMBOLS, arch_code
 
 # ---------------------------------------------------------------------------------------------
-# Integer expressions: C operators and precedence, ?:, problem fields and symbols (F, FP16, gfx906).
-_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_][A-Za-z_0-9]*|==|!=|<=|>=|&&|\|\||[-+*/%<>!?:()])")
+# Integer expressions: C operators and precedence, ?:, the rules language's builtins, problem
+# fields and symbols (F, FP16, gfx906; a kernel definition's own fields and symbols, kernel.py).
+_TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+|[A-Za-z_][A-Za-z_0-9]*|==|!=|<=|>=|<<|>>|&&|\|\||[-+*/%<>!?:(),])")
 _BINARY = [  # lowest to highest precedence
-    ["||"], ["&&"], ["==", "!="], ["<", "<=", ">", ">="], ["+", "-"], ["*", "/", "%"]]
+    ["||"], ["&&"], ["==", "!="], ["<", "<=", ">", ">="], ["<<", ">>"], ["+", "-"], ["*", "/", "%"]]
 
 
 def _c_div(a, b):
@@ -35,14 +36,40 @@ _OPS = {
     ">": lambda a, b: (a > b).astype(np.int64), ">=": lambda a, b: (a >= b).astype(np.int64),
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": _c_div, "%": _c_mod,
+    "<<": lambda a, b: np.left_shift(a, b), ">>": lambda a, b: np.right_shift(a, b),
+}
+
+
+def _ceil_div(a, b):  # the exact quotient rounded up (the rules language's ceil_div)
+    q = _c_div(a, b)
+    return q + ((a - q * b != 0) & ((a > 0) == (b > 0))).astype(np.int64)
+
+
+def _ilog2(a):
+    return np.floor(np.log2(np.maximum(a, 1).astype(np.float64))).astype(np.int64)
+
+
+# Builtins (docs/rules_language.md): name -> (arity, or None for 1 or more; function of int64 arrays).
+_BUILTINS = {
+    "min": (None, lambda *a: np.minimum.reduce(np.broadcast_arrays(*a))),
+    "max": (None, lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))),
+    "ceil_div": (2, _ceil_div),
+    "abs": (1, np.abs),
+    "is_pow2": (1, lambda a: ((a > 0) & ((a & (a - 1)) == 0)).astype(np.int64)),
+    "ilog2": (1, _ilog2),
 }
 
 
 class Expr:
-    """Parsed integer expression; `eval(env)` takes field name -> int64 array."""
+    """Parsed integer expression; `eval(env)` takes field name -> int64 array. `fields` and
+    `symbols` default to the convolution problem's (problem.h); a kernel definition passes its own,
+    and `any_arch` then reads any other name that is an architecture name (`h100`) as its code."""
 
-    def __init__(self, text):
+    def __init__(self, text, fields=None, symbols=None, any_arch=False):
         self.text = text
+        self.field_names = FIELDS if fields is None else fields
+        self.symbols = SYMBOLS if symbols is None else symbols
+        self.any_arch = any_arch
         self.toks = _TOKEN.findall(text)
         if "".join(self.toks) != re.sub(r"\s+", "", text):
             raise ValueError(f"bad character in expression: {text!r}")
@@ -98,19 +125,33 @@ class Expr:
             self._take(")")
             return f
         t = self._take()
-        if t.isdigit():
-            v = np.int64(int(t))
+        if t[0].isdigit():
+            v = np.int64(int(t, 0) if t[:2] in ("0x", "0X") else int(t))
             return lambda env: v
-        if t in FIELDS:
+        if t in _BUILTINS and self._peek() == "(":
+            return self._call(t)
+        if t in self.field_names:
             self.fields.add(t)
             return lambda env: env[t]
-        if t in SYMBOLS:
-            v = np.int64(SYMBOLS[t])
+        if t in self.symbols:
+            v = np.int64(self.symbols[t])
             return lambda env: v
-        if t.startswith("gfx") and arch_code(t) is not None:  # any architecture, as problem.h codes it
+        if (t.startswith("gfx") or self.any_arch) and arch_code(t) is not None:  # as problem.h codes it
             v = np.int64(arch_code(t))
             return lambda env: v
         raise ValueError(f"unknown symbol {t!r} in {self.text!r}")
+
+    def _call(self, name):
+        arity, fn = _BUILTINS[name]
+        self._take("(")
+        args = [self._ternary()]
+        while self._peek() == ",":
+            self._take()
+            args.append(self._ternary())
+        self._take(")")
+        if arity is not None and len(args) != arity:
+            raise ValueError(f"{name} takes {arity} argument{'s' if arity > 1 else ''} in {self.text!r}")
+        return lambda env: fn(*(np.asarray(a(env), dtype=np.int64) for a in args))
 
     def eval(self, env, n):
         return np.broadcast_to(np.asarray(self.fn(env), dtype=np.int64), (n,))
@@ -160,8 +201,8 @@ def _apply(transform, values):
     raise ValueError(transform)
 
 
-def _env(fields):
-    return {f: fields[:, i] for i, f in enumerate(FIELDS)}
+def _env(fields, names=None):
+    return {f: fields[:, i] for i, f in enumerate(FIELDS if names is None else names)}
 
 
 def encoding_digest(tce_text):
@@ -191,13 +232,14 @@ def encoding_digest(tce_text):
     return f"fnv1a64:{h:016x}"
 
 
-def ranges_of(train_fields):
+def ranges_of(train_fields, names=None):
     """{field: (min, max)} over the training rows for EVERY problem field, not only those the
     encoding reads: a field the model never saw vary (a 1x1 kernel's filter size, the layout) is
     ignored by the encoding, so only its range lets the runtime flag a problem the model cannot
     know (y=3 for ConvAsm1x1U)."""
     fields = np.asarray(train_fields, dtype=np.int64)
-    return {f: (int(fields[:, i].min()), int(fields[:, i].max())) for i, f in enumerate(FIELDS)}
+    return {f: (int(fields[:, i].min()), int(fields[:, i].max()))
+            for i, f in enumerate(FIELDS if names is None else names)}
 
 
 class Encoding:
@@ -206,25 +248,35 @@ class Encoding:
     layout "flat": 1 x T, element (0, t) = feature t (one time step; MLP encoders).
     layout "diag": T x 2T, element (t, t) = feature t and (t, T + t) = 1 (one time step per feature,
     with a per-step indicator so a first Dense layer can hold a per-feature bias; sequence encoders).
+
+    `fields` and `symbols` name the problem's fields (the columns of a field matrix) and symbols:
+    the convolution problem's by default, a kernel definition's own otherwise (kernel.py; its
+    expressions may then name any architecture, `arch == h100`).
     """
 
-    def __init__(self, features, layout, ranges=None):
+    def __init__(self, features, layout, ranges=None, fields=None, symbols=None):
         self.features = [tuple(f) for f in features]
         self.layout = layout
         self.ranges = ranges or {}
-        self.exprs = {e: Expr(e) for _, e in self.features}
+        self.fields, self.symbols = (None, None) if fields is None else (list(fields), dict(symbols or {}))
+        self.exprs = {e: self._expr(e) for _, e in self.features}
         self.exprs["1"] = Expr("1")
 
+    def _expr(self, text):
+        return Expr(text, self.fields, self.symbols, any_arch=self.fields is not None)
+
     @classmethod
-    def select(cls, train_fields, layout, extra=()):
-        """The CANDIDATES (then `extra`, e.g. KERNEL_CANDIDATES[solver]) that vary on the training rows."""
-        env = _env(train_fields)
+    def select(cls, train_fields, layout, extra=(), candidates=None, fields=None, symbols=None):
+        """The `candidates` (default CANDIDATES), then `extra` (e.g. KERNEL_CANDIDATES[solver]), that
+        vary on the training rows."""
+        probe = cls([], layout, None, fields, symbols)
+        env = _env(train_fields, probe.fields)
         kept = []
-        for tr, e in list(CANDIDATES) + list(extra):
-            v = _apply(tr, Expr(e).eval(env, len(train_fields)))
-            if v.std() > 1e-9:
+        for tr, e in list(CANDIDATES if candidates is None else candidates) + list(extra):
+            v = _apply(tr, probe._expr(e).eval(env, len(train_fields)))
+            if v.std() > 1e-9 and (tr, e) not in kept:
                 kept.append((tr, e))
-        return cls(kept, layout, ranges_of(train_fields))
+        return cls(kept, layout, ranges_of(train_fields, probe.fields), fields, symbols)
 
     @property
     def count(self):
@@ -259,9 +311,10 @@ class Encoding:
         return encoding_digest(self.text())
 
     def matrix(self, fields):
-        """[N, rows, cols] float32 encoder inputs for an [N, len(FIELDS)] field matrix."""
+        """[N, rows, cols] float32 encoder inputs for an [N, len(FIELDS)] field matrix (the
+        definition's fields, in its order, for a kernel definition's encoding)."""
         n = len(fields)
-        env = _env(np.asarray(fields, dtype=np.int64))
+        env = _env(np.asarray(fields, dtype=np.int64), self.fields)
         rows, cols = self.shape
         x = np.zeros((n, rows, cols), dtype=np.float64)
         for r, c, tr, e in self.elements():
@@ -274,9 +327,13 @@ class Encoding:
         return x[:, 0, t] if self.layout == "flat" else x[:, t, t]
 
     def to_json(self):
-        return {"features": [list(f) for f in self.features], "layout": self.layout,
-                "ranges": {k: list(v) for k, v in self.ranges.items()}}
+        j = {"features": [list(f) for f in self.features], "layout": self.layout,
+             "ranges": {k: list(v) for k, v in self.ranges.items()}}
+        if self.fields is not None:  # a kernel definition's problem
+            j["fields"], j["symbols"] = self.fields, self.symbols
+        return j
 
     @classmethod
     def from_json(cls, j):
-        return cls(j["features"], j["layout"], {k: tuple(v) for k, v in j["ranges"].items()})
+        return cls(j["features"], j["layout"], {k: tuple(v) for k, v in j["ranges"].items()},
+                   j.get("fields"), j.get("symbols"))

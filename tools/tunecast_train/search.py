@@ -5,6 +5,7 @@ log_softmax(logits over the whole vocabulary)[token]; at step p only position p'
 candidates; after the last position the end token's log-probability is added (EndTokenAfterLast)
 and the beam is re-sorted. Ties keep torch.topk's order.
 """
+import numpy as np
 import torch
 
 from . import data, metrics
@@ -53,12 +54,14 @@ def beam_search(model, X, vocab, width, batch=1024, end_score=True):
     return results
 
 
-def evaluate(model, inputs, vocab, rows, ks, max_problems=0):
+def evaluate(model, inputs, vocab, rows, ks, max_problems=0, groups=None):
     """{(arch, precision): metrics.score} of `model` on rows, beam width k for every k (no validity
     rules). inputs(rows) -> the encoder input tensor of those rows on the model's device;
-    max_problems > 0 scores only the first that many problems of each group."""
+    max_problems > 0 scores only the first that many problems of each group; `groups` (default
+    data.groups) splits the rows into the groups scored. Rows that list their measured failed
+    configs (`failed`, tunecast-train) add `failed@1`: the % of problems whose top-1 (width 1) is one."""
     out = {}
-    for g, sel in data.groups(rows).items():
+    for g, sel in (groups or data.groups)(rows).items():
         sel = sel[:max_problems] if max_problems else sel
         X = inputs(sel)
         cache = {}
@@ -68,4 +71,8 @@ def evaluate(model, inputs, vocab, rows, ks, max_problems=0):
                 cache[k] = [[vocab.decode(t) for t in beams] for beams in beam_search(model, X, vocab, k)]
             return cache[k]
         out[g] = metrics.score(cands, [r["params"] for r in sel], ks)
+        if sel and "failed" in sel[0]:
+            top = cands(1)
+            hits = [bool(cs) and list(cs[0]) in r["failed"] for cs, r in zip(top, sel)]
+            out[g]["failed@1"] = 100.0 * float(np.mean(hits))
     return out
