@@ -3,6 +3,7 @@
 // without a model, --record and resuming.
 #include <doctest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -260,4 +261,24 @@ TEST_CASE("kernel definition CLI: import-timings from CSV, merged idempotently; 
   r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + dir.file("bad.csv") + "' -o '" + dir.file("b.db") + "'");
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("bad.csv:2: time_us 'fast' is not a time") != std::string::npos);
+}
+
+TEST_CASE("tune --replay reads gzip-compressed Kernel Tuner files (the benchmark hub's .json.gz)") {
+  tunecast_test::TempDir dir;
+  const std::string t4 = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/search/t4_small.json";
+  REQUIRE(std::system(("gzip -c '" + t4 + "' > '" + dir.file("t4.json.gz") + "'").c_str()) == 0);
+  const tunecast_test::CliResult plain = tunecast_test::run_cli(dir, "tune --replay '" + t4 + "' --budget 7 --json --quiet");
+  const tunecast_test::CliResult gz =
+      tunecast_test::run_cli(dir, "tune --replay '" + dir.file("t4.json.gz") + "' --budget 7 --json --quiet");
+  REQUIRE_MESSAGE(gz.exit_code == 0, gz.err);
+  CHECK(gz.out.substr(gz.out.find("\"best\"")) .substr(0, 60) == plain.out.substr(plain.out.find("\"best\"")).substr(0, 60));
+  {
+    std::ofstream cut(dir.file("cut.json.gz"), std::ios::binary);
+    const std::string bytes = tunecast_test::read_text(dir.file("t4.json.gz"));
+    cut << bytes.substr(0, bytes.size() / 2);
+  }
+  const tunecast_test::CliResult cut =
+      tunecast_test::run_cli(dir, "tune --replay '" + dir.file("cut.json.gz") + "' --budget 7 --quiet");
+  CHECK(cut.exit_code != 0);
+  CHECK(cut.err.find("a truncated or corrupt gzip file") != std::string::npos);
 }

@@ -1,5 +1,7 @@
 #include "tunecast/codegen/tuning_cache.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -99,10 +101,42 @@ std::string TuningCache::label(size_t p, int64_t v) const {
   return std::to_string(v);
 }
 
+namespace {
+
+// Inflates a gzip stream in place (zlib, gzip header and trailer checked).
+Status gunzip(const std::string& path, std::string* text) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return Status::error(StatusCode::kIoError, "%s: zlib init failed", path.c_str());
+  std::string out;
+  char buffer[1 << 16];
+  z.next_in = reinterpret_cast<Bytef*>(text->data());
+  z.avail_in = static_cast<uInt>(text->size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof buffer;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buffer, sizeof buffer - z.avail_out);
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) break;
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) {
+    return Status::error(StatusCode::kInvalidArgument, "%s: a truncated or corrupt gzip file (zlib: %s)", path.c_str(),
+                         z.msg ? z.msg : "unexpected end");
+  }
+  *text = std::move(out);
+  return Status::ok();
+}
+
+}  // namespace
+
 Status read_tuning_cache(const std::string& path, TuningCache* out) {
   *out = TuningCache();
   std::string text;
   TUNECAST_RETURN_IF_ERROR(read_file(path, &text));
+  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b) {
+    TUNECAST_RETURN_IF_ERROR(gunzip(path, &text));  // the benchmark hub's caches are .json.gz
+  }
   Json root;
   try {
     root = Json::parse(text);
