@@ -639,7 +639,8 @@ Status parse_problem(const ProblemSchema& schema, std::string_view text, Problem
     }
     problem->set(field, value);
   }
-  if (problem->present == 0) return Status::error(StatusCode::kInvalidArgument, "the problem is empty");
+  // An empty text is the default problem when every field has a default (else the first required
+  // field is named below).
   for (int i = 0; i < schema.field_count(); ++i) {
     if (problem->has(i)) continue;
     if (!schema.has_default(i)) {

@@ -172,7 +172,8 @@ Status verify_problem_schema(const schema::ProblemSchema* table);
 // Parses `name=value` items (',', ';' or whitespace between them) into the schema's fields, then
 // fills the defaults of the fields not given. Unknown names, repeated fields, a value outside the
 // field's range or enumeration, and a required field (no default) left unset are errors naming the
-// field. The built-in schema parses as parse_problem(text, problem) below.
+// field; an empty text is the problem of every default. The built-in schema parses as
+// parse_problem(text, problem) below.
 Status parse_problem(const ProblemSchema& schema, std::string_view text, Problem* problem);
 
 // "m=4096,n=4096,dtype=FP16,arch=h100": every present field in schema order, symbols by name (the

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Kernel Tuner's tunable space as a tunecast kernel definition (docs/kernels.md): `tune_params`
+(name -> list of integer values) become `param NAME in {...}`, every `restrictions` string (a Python
+expression over the parameters, as Kernel Tuner evaluates it) a `require` in the rules language.
+
+  tools/kt_definition.py SPACE.json -o kernel.tcr [--kernel NAME]
+
+SPACE.json: {"kernel": "convolution", "tune_params": {"block_size_x": [16, 32], ...},
+"restrictions": ["block_size_x*block_size_y<=1024", ...]} (what a Kernel Tuner script passes to
+tune_kernel). The translation is Python's own parse (ast): and / or / not, chained comparisons
+(`32 <= a*b <= 1024`), + - * // % and `/` where it divides evenly for every config, `**` with a constant
+exponent, min, max, abs, True / False, parentheses; a restriction using anything else (a function,
+a float, a string parameter) is refused with the restriction quoted. Parameters with one value are
+kept (the definition's space is the script's). The definition has no problem fields: a Kernel Tuner
+cache holds one problem (`tunecast tune kernel.tcr --problem size=0 --replay cache.json.gz`).
+"""
+import argparse
+import ast
+import json
+import os
+import sys
+
+
+class Untranslatable(Exception):
+    pass
+
+
+BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Mod: "%", ast.Div: "/"}
+COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def rule(node, params):
+    """The rules-language text of a Python expression node."""
+    if isinstance(node, ast.Expression):
+        return rule(node.body, params)
+    if isinstance(node, ast.BoolOp):
+        op = " && " if isinstance(node.op, ast.And) else " || "
+        return "(" + op.join(rule(v, params) for v in node.values) + ")"
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.Not):
+            return "!(" + rule(node.operand, params) + ")"
+        if isinstance(node.op, ast.USub):
+            return "-(" + rule(node.operand, params) + ")"
+        if isinstance(node.op, ast.UAdd):
+            return rule(node.operand, params)
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Pow):
+            if not (isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) and 0 <= node.right.value <= 8):
+                raise Untranslatable("'**' needs a small constant integer exponent")
+            base = rule(node.left, params)
+            return "(" + " * ".join([base] * node.right.value) + ")" if node.right.value else "1"
+        if type(node.op) in BINARY:
+            return "(" + rule(node.left, params) + " " + BINARY[type(node.op)] + " " + rule(node.right, params) + ")"
+    if isinstance(node, ast.Compare):
+        parts, left = [], node.left
+        for op, right in zip(node.ops, node.comparators):
+            if type(op) not in COMPARE:
+                raise Untranslatable(f"comparison {type(op).__name__}")
+            parts.append(rule(left, params) + " " + COMPARE[type(op)] + " " + rule(right, params))
+            left = right
+        return "(" + " && ".join(parts) + ")"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max", "abs"):
+        return node.func.id + "(" + ", ".join(rule(a, params) for a in node.args) + ")"
+    if isinstance(node, ast.Name):
+        if node.id not in params:
+            raise Untranslatable(f"'{node.id}' is not a tunable parameter")
+        return node.id
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool):
+            return "1" if node.value else "0"
+        if isinstance(node.value, int):
+            return str(node.value)
+    raise Untranslatable(f"{type(node).__name__} ({ast.unparse(node)})")
+
+
+def divides_evenly(tree, params):
+    """Whether every true division `/` in the restriction divides evenly on every config: only then
+    is the rules language's integer division the same number as Python's."""
+    names = list(params)
+    import itertools
+    divisions = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+    if not divisions:
+        return True
+    for values in itertools.product(*(params[n] for n in names)):
+        env = dict(zip(names, values))
+        for d in divisions:
+            den = eval(compile(ast.Expression(d.right), "<r>", "eval"), {}, env)  # noqa: S307 (the user's own restriction)
+            num = eval(compile(ast.Expression(d.left), "<r>", "eval"), {}, env)  # noqa: S307
+            if den == 0 or num % den != 0:
+                return False
+    return True
+
+
+def definition(space, name):
+    params = space["tune_params"]
+    for p, values in params.items():
+        if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise Untranslatable(f"parameter '{p}' has non-integer values {values[:4]}: a definition's are integers")
+    lines = [f"# {name}: generated by tools/kt_definition.py from Kernel Tuner's tune_params and restrictions",
+             f"kernel {name}", "field size in [0..0] default 0   # one problem: a Kernel Tuner cache's", ""]
+    for p, values in params.items():
+        lines.append(f"param {p} in {{{', '.join(str(v) for v in sorted(set(values)))}}}")
+    lines.append("")
+    for text in space.get("restrictions", []):
+        if not isinstance(text, str):
+            raise Untranslatable(f"restriction {text!r} is not a string (a function cannot be translated)")
+        try:
+            tree = ast.parse(text, mode="eval")
+            if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in ast.walk(tree)) and \
+                    not divides_evenly(tree, params):
+                raise Untranslatable("'/' does not divide evenly for every config (Python's result is a fraction)")
+            lines.append(f"require {rule(tree, params)}   # {text}")
+        except (SyntaxError, Untranslatable) as e:
+            raise Untranslatable(f"restriction {text!r}: {e}")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("space", help="JSON with tune_params and restrictions")
+    ap.add_argument("-o", "--output", required=True, help="the definition to write (.tcr)")
+    ap.add_argument("--kernel", help="the kernel's name (default: the JSON's 'kernel', else the file's stem)")
+    args = ap.parse_args()
+    try:
+        with open(args.space) as f:
+            space = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"kt_definition: {args.space}: {e}")
+    if not isinstance(space, dict) or not isinstance(space.get("tune_params"), dict):
+        sys.exit(f"kt_definition: {args.space}: no 'tune_params' object")
+    name = args.kernel or space.get("kernel") or os.path.splitext(os.path.basename(args.space))[0]
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if os.path.abspath(args.output) == os.path.abspath(args.space):
+        sys.exit("kt_definition: the output would replace the input")
+    try:
+        text = definition(space, name)
+    except Untranslatable as e:
+        sys.exit(f"kt_definition: {args.space}: {e}")
+    tmp = args.output + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, args.output)
+    print(f"kt_definition: wrote {args.output} ({len(space['tune_params'])} parameters, "
+          f"{len(space.get('restrictions', []))} restrictions)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
