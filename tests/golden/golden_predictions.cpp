@@ -74,7 +74,7 @@ std::map<std::string, Row> predict_all(const std::vector<std::pair<std::string, 
     for (const auto& [model_name, text] : problems) {
       if (model_name != name || done++ >= max_problems) continue;
       Problem problem;
-      st = parse_problem(text, &problem);
+      st = parse_problem(model.problem_schema(), text, &problem);  // the convolution, or a definition's fields
       if (!st) {
         std::fprintf(stderr, "tunecast_golden: %s: %s\n", text.c_str(), st.message());
         ++*failures;
