@@ -101,6 +101,27 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Calls visit(name, value) for each `name=value` item of a problem text (',', ';' or whitespace
+// between items), both trimmed; stops at the first error, its own or visit's.
+template <typename Visit>
+Status for_each_item(std::string_view text, Visit visit) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = pos;
+    while (end < text.size() && text[end] != ',' && text[end] != ';' && !is_space(text[end])) ++end;
+    const std::string_view item = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::error(StatusCode::kInvalidArgument, "problem item '%.*s' is not name=value",
+                           static_cast<int>(item.size()), item.data());
+    }
+    TUNECAST_RETURN_IF_ERROR(visit(trim(item.substr(0, eq)), trim(item.substr(eq + 1))));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 const char* problem_field_name(ProblemField field) {
@@ -260,21 +281,7 @@ void apply_problem_defaults(Problem* problem) {
 
 Status parse_problem(std::string_view text, Problem* problem) {
   *problem = Problem();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = pos;
-    while (end < text.size() && text[end] != ',' && text[end] != ';' && !is_space(text[end])) ++end;
-    const std::string_view item = trim(text.substr(pos, end - pos));
-    pos = end + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      return Status::error(StatusCode::kInvalidArgument,
-                           "problem item '%.*s' is not name=value", static_cast<int>(item.size()),
-                           item.data());
-    }
-    const std::string_view name = trim(item.substr(0, eq));
-    const std::string_view value_text = trim(item.substr(eq + 1));
+  const Status items = for_each_item(text, [&](std::string_view name, std::string_view value_text) -> Status {
     ProblemField field;
     if (!find_problem_field(name, &field)) {
       return Status::error(StatusCode::kInvalidArgument,
@@ -333,7 +340,9 @@ Status parse_problem(std::string_view text, Problem* problem) {
       value = parsed;
     }
     problem->set(field, value);
-  }
+    return Status::ok();
+  });
+  if (!items) return items;
   if (problem->present == 0) return Status::error(StatusCode::kInvalidArgument, "the problem is empty");
   apply_problem_defaults(problem);
   const int64_t spatial_dim = problem->get(ProblemField::kSpatialDim);
@@ -563,20 +572,7 @@ Status verify_problem_schema(const schema::ProblemSchema* table) {
 Status parse_problem(const ProblemSchema& schema, std::string_view text, Problem* problem) {
   if (schema.builtin()) return parse_problem(text, problem);
   *problem = Problem();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = pos;
-    while (end < text.size() && text[end] != ',' && text[end] != ';' && !is_space(text[end])) ++end;
-    const std::string_view item = trim(text.substr(pos, end - pos));
-    pos = end + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      return Status::error(StatusCode::kInvalidArgument, "problem item '%.*s' is not name=value",
-                           static_cast<int>(item.size()), item.data());
-    }
-    const std::string_view name = trim(item.substr(0, eq));
-    const std::string_view value_text = trim(item.substr(eq + 1));
+  const Status items = for_each_item(text, [&](std::string_view name, std::string_view value_text) -> Status {
     int field = -1;
     if (!schema.find_field(name, &field)) {
       char known[256] = "";
@@ -638,7 +634,9 @@ Status parse_problem(const ProblemSchema& schema, std::string_view text, Problem
       value = parsed;
     }
     problem->set(field, value);
-  }
+    return Status::ok();
+  });
+  if (!items) return items;
   // An empty text is the default problem when every field has a default (else the first required
   // field is named below).
   for (int i = 0; i < schema.field_count(); ++i) {
