@@ -47,6 +47,21 @@ std::string text_of(sqlite3_stmt* stmt, int column) {
   return text ? reinterpret_cast<const char*>(text) : std::string();
 }
 
+Status open_readonly(const std::string& path, std::unique_ptr<sqlite3, SqliteCloser>* out) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  out->reset(raw);
+  if (rc != SQLITE_OK) return Status::error(StatusCode::kIoError, "cannot open timing DB %s", path.c_str());
+  return Status::ok();
+}
+
+// The meta table's key -> value (none when the table is absent).
+void read_meta(sqlite3* db, const std::string& path, std::map<std::string, std::string>* meta) {
+  StatementPtr stmt;
+  if (!prepare(db, path, "SELECT key, value FROM meta", &stmt)) return;
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) (*meta)[text_of(stmt.get(), 0)] = text_of(stmt.get(), 1);
+}
+
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -171,12 +186,8 @@ Status TimingDb::open(const std::string& path, const std::string& solver, Timing
   }
   TUNECAST_RETURN_IF_ERROR(PerfDb::open(path, &out->db_));
   out->path_ = path;
-  sqlite3* raw = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(raw);
-    return Status::error(StatusCode::kIoError, "cannot open timing DB %s", path.c_str());
-  }
-  std::unique_ptr<sqlite3, SqliteCloser> db(raw);
+  std::unique_ptr<sqlite3, SqliteCloser> db;
+  TUNECAST_RETURN_IF_ERROR(open_readonly(path, &db));
   StatementPtr stmt;
   Status s = prepare(db.get(), path, "SELECT config, params, time_us, status FROM timings LIMIT 0", &stmt);
   if (!s) {
@@ -185,9 +196,7 @@ Status TimingDb::open(const std::string& path, const std::string& solver, Timing
                          "status) is missing or incomplete (docs/search.md)",
                          path.c_str());
   }
-  if (prepare(db.get(), path, "SELECT key, value FROM meta", &stmt)) {
-    while (sqlite3_step(stmt.get()) == SQLITE_ROW) out->meta_[text_of(stmt.get(), 0)] = text_of(stmt.get(), 1);
-  }
+  read_meta(db.get(), path, &out->meta_);
   out->solver_ = solver;
   if (out->solver_.empty()) {
     const auto it = out->meta_.find("solver");
@@ -234,12 +243,8 @@ Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
   const std::string& file = path();
   const char* sql = generic_ ? "SELECT params, time_us, status FROM timings WHERE problem = ?1 ORDER BY rowid"
                              : "SELECT params, time_us, status FROM timings WHERE config = ?1 ORDER BY rowid";
-  sqlite3* raw = nullptr;
-  if (sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(raw);
-    return Status::error(StatusCode::kIoError, "cannot open timing DB %s", file.c_str());
-  }
-  std::unique_ptr<sqlite3, SqliteCloser> db(raw);
+  std::unique_ptr<sqlite3, SqliteCloser> db;
+  TUNECAST_RETURN_IF_ERROR(open_readonly(file, &db));
   StatementPtr stmt;
   TUNECAST_RETURN_IF_ERROR(
       prepare(db.get(), file, sql, &stmt));
@@ -290,16 +295,10 @@ Status TimingDb::find_problem_text(const std::string& text, size_t* index) const
 Status TimingDb::open_generic(const std::string& path, const ProblemSchema* schema, TimingDb* out) {
   out->generic_ = true;
   out->path_ = path;
-  sqlite3* raw = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(raw);
-    return Status::error(StatusCode::kIoError, "cannot open timing DB %s", path.c_str());
-  }
-  std::unique_ptr<sqlite3, SqliteCloser> db(raw);
+  std::unique_ptr<sqlite3, SqliteCloser> db;
+  TUNECAST_RETURN_IF_ERROR(open_readonly(path, &db));
   StatementPtr stmt;
-  if (prepare(db.get(), path, "SELECT key, value FROM meta", &stmt)) {
-    while (sqlite3_step(stmt.get()) == SQLITE_ROW) out->meta_[text_of(stmt.get(), 0)] = text_of(stmt.get(), 1);
-  }
+  read_meta(db.get(), path, &out->meta_);
   const auto kernel = out->meta_.find("solver");
   if (kernel == out->meta_.end() || kernel->second.empty()) {
     return Status::error(StatusCode::kInvalidArgument, "timing DB %s names no kernel (meta solver; docs/kernels.md)",
