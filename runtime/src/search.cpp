@@ -652,16 +652,17 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
     }
   }
 
+  Validity validity;
+  validity.model = &model;
+  validity.problem = &problem;
+  validity.use_constraints = options.use_model_constraints;
+  validity.validator = options.validator;
+
   if (!predictor) {  // a kernel definition alone: explore by drawing from the space
     const Clock::time_point start = Clock::now();
     int failed_condition = -1;
     if (!check_applicability(model, problem, &failed_condition)) result->not_applicable = failed_condition;
     result->out_of_range_fields = model.fields_out_of_range(problem);
-    Validity validity;
-    validity.model = &model;
-    validity.problem = &problem;
-    validity.use_constraints = options.use_model_constraints;
-    validity.validator = options.validator;
     Engine engine(space, validity, options, benchmark, layout.table, table_slots(options.budget), history,
                   history_capacity, result, start);
     Rng rng(options.seed);
@@ -683,11 +684,6 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
   result->not_applicable = info.not_applicable;
   if (!status) return status;
 
-  Validity validity;
-  validity.model = &model;
-  validity.problem = &problem;
-  validity.use_constraints = options.use_model_constraints;
-  validity.validator = options.validator;
   Engine engine(space, validity, options, benchmark, layout.table, table_slots(options.budget), history,
                 history_capacity, result, start);
 
