@@ -115,6 +115,20 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
     cell.invalid += o.invalid;
     cell.none_found += !o.found;
   };
+  // A tunecast::search run's outcome and its overhead.
+  auto record_search = [&](const char* name, size_t b, size_t run, const SearchResult& result,
+                           const std::vector<SearchTrial>& history) {
+    Outcome o;
+    o.found = result.found;
+    o.best = result.best_time;
+    o.benchmarks = result.benchmarks;
+    o.failed = result.failed_benchmarks;
+    for (int i = 0; i < result.trials; ++i) o.invalid += !valid(history[i].values);
+    record(name, b, run, o);
+    StrategyCell& cell = cells_.at(name)[b];
+    cell.overhead_seconds += result.seconds - result.benchmark_seconds;
+    cell.overhead_benchmarks += result.benchmarks;
+  };
   // Measures `configs` (model order) in turn, at most `budget` of them.
   auto measure_list = [&](const std::vector<Config>& configs, const std::vector<size_t>& order, size_t budget) {
     Outcome o;
@@ -262,16 +276,7 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
         return Status::error(s.code(), "%s: %s", name, s.message());
       }
       unrecorded_ += replay.unrecorded - before;
-      Outcome o;
-      o.found = result.found;
-      o.best = result.best_time;
-      o.benchmarks = result.benchmarks;
-      o.failed = result.failed_benchmarks;
-      for (int i = 0; i < result.trials; ++i) o.invalid += !valid(history[i].values);
-      record(name, b, 0, o);
-      StrategyCell& cell = cells_.at(name)[b];
-      cell.overhead_seconds += result.seconds - result.benchmark_seconds;
-      cell.overhead_benchmarks += result.benchmarks;
+      record_search(name, b, 0, result, history);
     }
 
     // The model-free search (tunecast::search with no predictor), one run per seed.
@@ -291,15 +296,7 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
                                 history.data(), budget, &result);
         if (!s) return Status::error(s.code(), "%s: %s", kFreeSearch, s.message());
         unrecorded_ += replay.unrecorded - before;
-        Outcome o;
-        o.found = result.found;
-        o.best = result.best_time;
-        o.benchmarks = result.benchmarks;
-        o.failed = result.failed_benchmarks;
-        for (int i = 0; i < result.trials; ++i) o.invalid += !valid(history[i].values);
-        record(kFreeSearch, b, r, o);
-        cell.overhead_seconds += result.seconds - result.benchmark_seconds;
-        cell.overhead_benchmarks += result.benchmarks;
+        record_search(kFreeSearch, b, r, result, history);
       }
     }
 
