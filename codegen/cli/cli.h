@@ -126,6 +126,12 @@ std::string output_name(const std::string& path);
 int fail(const Status& status);
 int usage_error(const char* command, const std::string& message);
 
+// A Kernel Tuner T4 or cache file (one problem, `problem_text` of `model`'s schema; "" for a
+// definition whose fields all have defaults) written into a new timing DB at `out`
+// (cmd_import_timings.cpp).
+Status import_kernel_tuner_file(const Model& model, const std::string& path, const std::string& problem_text,
+                                const std::string& out);
+
 int cmd_inspect(const std::vector<std::string>& args);
 int cmd_import_keras(const std::vector<std::string>& args);
 int cmd_compile(const std::vector<std::string>& args);

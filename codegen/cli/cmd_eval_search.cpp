@@ -9,10 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cli.h"
 #include "tunecast/codegen/file_io.h"
@@ -22,6 +25,13 @@
 
 namespace tunecast::cli {
 namespace {
+
+bool is_sqlite_or_xz(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return (in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0) || codegen::is_xz_file(path);
+}
 
 bool ends_with_any(const std::string& path, std::initializer_list<const char*> extensions) {
   for (const char* ext : extensions) {
@@ -64,7 +74,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   Status status = args.parse(argv,
                              {"timings", "split", "split-seed", "budgets", "plot", "solver", "limit", "seed",
                               "random-runs", "default", "search-width", "beam", "explore", "max-radius", "max-moved",
-                              "recheck", "arch", "precision", "strategies", "configs"},
+                              "recheck", "arch", "precision", "strategies", "configs", "problem"},
                              {"json"});
   if (args.has("help")) {
     std::printf(
@@ -107,6 +117,8 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  --seed S      random and exhaustive orders (default 0)\n"
         "  --precision P only the problems of that data type (the dtype field's value)\n"
         "  --configs F   one config per line (the model's parameter order): the config_list strategy\n"
+        "  --timings may also be a Kernel Tuner T4 or cache file (.json, .json.gz: one problem, with\n"
+        "                --problem FIELDS unless the definition's fields all have defaults)\n"
         "  --limit N     the first N problems only\n"
         "  --strategies  only these strategies, comma-separated (default: all)\n"
         "  --plot F      also writes F.json and draws speed against budget with /usr/bin/python3\n"
@@ -120,7 +132,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   if (args.positional().size() != 1 || !args.has("timings")) {
     return usage_error("eval-search", "expected MODEL and --timings DB");
   }
-  const std::string split = args.get("split", "test");
+  std::string split = args.get("split", "test");
   if (split != "all" && split != "train" && split != "val" && split != "test") {
     return usage_error("eval-search", "--split must be all, train, val or test");
   }
@@ -215,8 +227,34 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   status = args.get_int("split-seed", split_seed, &split_seed);
   if (!status) return usage_error("eval-search", status.message());
 
+  // A Kernel Tuner file (one problem, e.g. a benchmark hub cache) is read through a temporary
+  // timing DB of the definition; every one of its (one) problems is evaluated.
+  std::string timings_path = args.get("timings");
+  struct TempFile {
+    std::string path;
+    ~TempFile() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } converted;
+  if (!is_sqlite_or_xz(timings_path)) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tunecast-eval-XXXXXX";
+    const int fd = mkstemp(pattern.data());
+    if (fd < 0) return fail(Status::error(StatusCode::kIoError, "cannot create a temporary file in %s", pattern.c_str()));
+    close(fd);
+    std::remove(pattern.c_str());  // the recorder creates it
+    converted.path = pattern;
+    status = import_kernel_tuner_file(model, timings_path, args.get("problem"), converted.path);
+    if (!status) return fail(status);
+    timings_path = converted.path;
+    if (split != "all") {
+      std::fprintf(stderr, "eval-search: note: %s holds one problem: it is evaluated whatever its split (--split all)\n",
+                   args.get("timings").c_str());
+      split = "all";
+    }
+  }
   codegen::TimingDb db;
-  status = codegen::TimingDb::open(args.get("timings"), args.get("solver"), &db, &schema);
+  status = codegen::TimingDb::open(timings_path, args.get("solver"), &db, &schema);
   if (!status) return fail(status);
   std::vector<std::string> names;
   for (int p = 0; p < model.parameter_count(); ++p) names.push_back(model.parameter_name(p));

@@ -194,12 +194,13 @@ Status import_csv(const std::string& path, const Model& model, Importer* importe
 }
 
 Status import_cache(const std::string& path, const Model& model, const std::string& problem_text_in, Importer* importer) {
-  if (problem_text_in.empty()) {
+  Problem problem;
+  const Status parsed = parse_model_problem(model, problem_text_in, &problem);
+  if (!parsed && problem_text_in.empty()) {  // a definition whose fields all have defaults needs none
     return Status::error(StatusCode::kInvalidArgument, "%s holds one problem's measurements: say which with --problem",
                          path.c_str());
   }
-  Problem problem;
-  TUNECAST_RETURN_IF_ERROR(parse_model_problem(model, problem_text_in, &problem));
+  TUNECAST_RETURN_IF_ERROR(parsed);
   codegen::TuningCache cache;
   TUNECAST_RETURN_IF_ERROR(codegen::read_tuning_cache(path, &cache));
   for (size_t p = 0; p < cache.indexed.size(); ++p) {
@@ -242,6 +243,23 @@ Status import_db(const std::string& path, const Model& model, const std::string&
 }
 
 }  // namespace
+
+Status import_kernel_tuner_file(const Model& model, const std::string& path, const std::string& problem_text_in,
+                                const std::string& out) {
+  codegen::RecordingInfo info;
+  const char* solver = model.metadata("solver");
+  info.kernel = solver ? solver : "";
+  for (int p = 0; p < model.parameter_count(); ++p) info.params.push_back(model.parameter_name(p));
+  const Columns columns = columns_of(model.problem_schema());
+  info.fields = columns.names;
+  info.integer_fields = columns.integer;
+  codegen::TimingRecorder recorder;
+  TUNECAST_RETURN_IF_ERROR(codegen::TimingRecorder::open(out, info, &recorder));
+  TUNECAST_RETURN_IF_ERROR(recorder.begin_batch());
+  Importer importer(model, &recorder);
+  TUNECAST_RETURN_IF_ERROR(import_cache(path, model, problem_text_in, &importer));
+  return recorder.commit_batch();
+}
 
 int cmd_import_timings(const std::vector<std::string>& argv) {
   Args args;
