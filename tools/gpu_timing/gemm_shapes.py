@@ -29,12 +29,15 @@ Writes CSV (header m,n,k,mnk,layers,sha; `layers` names the architectures and la
 atomically. Runs on the CPU.
 """
 import argparse
-import hashlib
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import shape_lists  # noqa: E402  (what this script shares with shapes.py)
+from shape_lists import shape_hash  # noqa: E402  (the order key; gemm_shapes.shape_hash as before)
 
 # name: (source repository of config.json, hidden, intermediate, heads, kv_heads, head_dim, vocab)
 # Mixture-of-experts models: the expert MLP's intermediate size (moe_intermediate_size for Qwen2-MoE).
@@ -84,10 +87,6 @@ def nk_pairs():
     return out
 
 
-def shape_hash(shape):
-    return hashlib.sha256(",".join(str(v) for v in shape).encode()).hexdigest()
-
-
 def select(max_nk, max_mnk):
     pairs = nk_pairs()
     kept = []
@@ -102,45 +101,15 @@ def select(max_nk, max_mnk):
 
 
 def write_csv_atomic(path, kept, header_lines):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".gemm_shapes.", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            for line in header_lines:
-                f.write(f"# {line}\n")
-            f.write("m,n,k,mnk,layers,sha\n")
-            for (m, n, k), names in kept:
-                f.write(f"{m},{n},{k},{m * n * k},{' '.join(names)},{shape_hash((m, n, k))[:16]}\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    lines = [f"# {line}\n" for line in header_lines] + ["m,n,k,mnk,layers,sha\n"]
+    for (m, n, k), names in kept:
+        lines.append(f"{m},{n},{k},{m * n * k},{' '.join(names)},{shape_hash((m, n, k))[:16]}\n")
+    shape_lists.write_atomic(path, "".join(lines), ".gemm_shapes.")
 
 
 def read_shapes(path):
     """The harness's reader: list of (m, n, k) in file order ('#' lines are comments)."""
-    out = []
-    with open(path) as f:
-        header = None
-        for line_no, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            if header is None:
-                header = line.split(",")
-                if header[:3] != ["m", "n", "k"]:
-                    raise ValueError(f"{path}:{line_no}: expected a header starting m,n,k, got {header}")
-                continue
-            vals = line.split(",")
-            try:
-                shape = tuple(int(v) for v in vals[:3])
-            except ValueError:
-                raise ValueError(f"{path}:{line_no}: not integers: {line}")
-            if len(shape) != 3 or min(shape) < 1:
-                raise ValueError(f"{path}:{line_no}: need 3 positive integers: {line}")
-            out.append(shape)
-    return out
+    return shape_lists.read_shapes(path, ("m", "n", "k"), comments=True)
 
 
 def main(argv=None):

@@ -308,27 +308,13 @@ def read_definition():
 
 def run(args):
     from gemm_shapes import read_shapes
-    shapes = read_shapes(args.shapes)
-    dtypes = [d.strip().upper() for d in args.dtypes.split(",") if d.strip()]
-    for d in dtypes:
-        if d not in DTYPES:
-            raise SystemExit(f"--dtypes: unknown {d!r} (FP16, BF16)")
-    lo, hi, work = harness.select_work(args, len(shapes), dtypes)
-    configs = config_space()
-    if args.configs:
-        step = max(1, len(configs) // args.configs)
-        configs = configs[::step][:args.configs]
-    if not work:
-        log("nothing to do")
+    prepared = harness.prepare_run(args, "gemm_splitk.py", read_shapes, DTYPES, config_space())
+    if prepared is None:
         return 0
-    import torch
-    if not torch.cuda.is_available():
-        raise SystemExit("gemm_splitk.py: no CUDA GPU visible to torch")
-    env = harness.environment()
-    log("environment: " + "; ".join(f"{k}={v}" for k, v in env.items()))
+    shapes, lo, hi, work, configs, env = prepared
     db = harness.PartWriter(args.out, args.flush_seconds, args.pairs_per_file, timing_db.schema(FIELDS))
     meta = {**timing_db.base_meta(SOLVER, PARAMS, FIELDS, read_definition()), **env,
-            "space": "; ".join(f"{p} in {{{','.join(map(str, DOMAINS[p]))}}}" for p in PARAMS),
+            "space": harness.space_text(PARAMS, DOMAINS),
             "n_configs": len(configs),
             "kernel": "tools/gpu_timing/gemm_splitk_kernel.py: Y[m,n] = X[m,k] @ W[n,k]^T, fp32 accumulation; "
                       "split_k > 1: fp32 partials in a workspace [split_k, m, n] and a reduction kernel (cast "
@@ -456,8 +442,7 @@ def smoke():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    harness.add_run_arguments(ap, os.path.join(HERE, "gemm_shapes.csv"))
-    ap.add_argument("--dtypes", default="FP16,BF16", help="comma-separated: FP16, BF16 (default both)")
+    harness.add_run_arguments(ap, os.path.join(HERE, "gemm_shapes.csv"), DTYPES)
     ap.add_argument("--done-file", help="append the 'index:DTYPE' pairs this call timed to FILE (for --skip-done)")
     ap.add_argument("--smoke", action="store_true", help="measure a few configs on a few problems and exit")
     ap.add_argument("--list-space", action="store_true", help="print the config space and exit (no GPU)")
@@ -466,8 +451,7 @@ def main(argv=None):
                     help="print the public autotune list mapped into the space and exit (no GPU)")
     args = ap.parse_args(argv)
     if args.list_space:
-        for cfg in config_space():
-            print(params_text(cfg))
+        harness.print_configs(config_space())
         return 0
     if args.public_configs:
         inside, outside = public_in_space()
@@ -475,22 +459,15 @@ def main(argv=None):
               f"the space, {sum(outside.values())} outside")
         for k, v in sorted(outside.items(), key=lambda kv: -kv[1]):
             print(f"# outside: {v} with {k}")
-        for cfg in inside:
-            print(params_text(cfg))
+        harness.print_configs(inside)
         return 0
     if args.smoke:
         return smoke()
     if args.stats:
         return stats(args.stats)
-    if not args.out:
-        ap.error("--out is required")
-    if not os.path.exists(args.shapes):
-        ap.error(f"--shapes {args.shapes}: no such file")
+    harness.check_run_arguments(ap, args)
     return run(args)
 
 
 if __name__ == "__main__":
-    rc = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(rc or 0)  # no waiting on compile workers at interpreter exit
+    harness.exit_script(main())

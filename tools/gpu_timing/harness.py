@@ -23,6 +23,11 @@ launch, output tables) and this module does the rest the same way for every kern
   5. guard: stops before a problem that would end past --max-seconds (also while waiting for a
      compile), so that a call under a hard time limit returns what it did.
 
+The command line is shared too: add_run_arguments (the options, --dtypes included),
+check_run_arguments, prepare_run (shapes, --dtypes, the work, --configs, the GPU check and the
+environment), print_configs and exit_script; a kernel's script adds its own options, its meta
+and its spec.
+
 Torch and Triton are imported lazily: --help works without a GPU.
 """
 import importlib
@@ -570,8 +575,9 @@ def read_done(paths):
     return done
 
 
-def add_run_arguments(ap, default_shapes):
-    """The command-line options every kernel's exhaustive run takes."""
+def add_run_arguments(ap, default_shapes, dtypes):
+    """The command-line options every kernel's exhaustive run takes (dtypes: the kernel's
+    precisions, the --dtypes default)."""
     ap.add_argument("--shapes", default=default_shapes, help="shapes CSV")
     ap.add_argument("--shapes-from", type=int, default=0, help="first shape index (0-based, file order)")
     ap.add_argument("--shapes-to", type=int, default=None, help="one past the last shape index")
@@ -589,6 +595,8 @@ def add_run_arguments(ap, default_shapes):
     ap.add_argument("--wait-for", help="compile, but time nothing until FILE exists (another GPU job ends)")
     ap.add_argument("--pairs-per-file", type=int, default=250,
                     help="start a new output file (_1, _2, ...) after this many pairs (default 250)")
+    ap.add_argument("--dtypes", default=",".join(dtypes),
+                    help=f"comma-separated: {', '.join(dtypes)} (default {'both' if len(dtypes) == 2 else 'all'})")
 
 
 def select_work(args, n_shapes, dtypes):
@@ -603,6 +611,72 @@ def select_work(args, n_shapes, dtypes):
         lo, hi = i * size, min(n_shapes, (i + 1) * size)
     done = read_done(args.skip_done)
     return lo, hi, [(idx, d) for idx in range(lo, hi) for d in dtypes if (idx, d) not in done]
+
+
+def check_run_arguments(ap, args):
+    """The checks of add_run_arguments' options before a run (argparse errors: exit 2)."""
+    if not args.out:
+        ap.error("--out is required")
+    if not os.path.exists(args.shapes):
+        ap.error(f"--shapes {args.shapes}: no such file")
+
+
+def parse_dtypes(text, dtypes):
+    """--dtypes: 'fp16,FP32' -> ['FP16', 'FP32'], each one of dtypes (SystemExit otherwise)."""
+    out = [d.strip().upper() for d in text.split(",") if d.strip()]
+    for d in out:
+        if d not in dtypes:
+            raise SystemExit(f"--dtypes: unknown {d!r} ({', '.join(dtypes)})")
+    return out
+
+
+def spread_configs(configs, n):
+    """--configs N: N configs spread evenly over configs (every step-th; all when n is 0)."""
+    if not n:
+        return configs
+    step = max(1, len(configs) // n)
+    return configs[::step][:n]
+
+
+def space_text(params, domains):
+    """meta.space: 'block_m in {32,64}; ...'."""
+    return "; ".join(f"{p} in {{{','.join(map(str, domains[p]))}}}" for p in params)
+
+
+def print_configs(configs):
+    """--list-space and the like: one 'v1,v2,...' line per config on stdout."""
+    for cfg in configs:
+        print(params_text(cfg))
+
+
+def prepare_run(args, script, read_shapes, dtypes, configs):
+    """The start of every kernel's exhaustive run, from add_run_arguments' options: the shapes
+    (read_shapes(args.shapes)), --dtypes (of dtypes), the work (select_work) and --configs (of
+    configs, spread_configs). None when there is nothing to do (logged); else, once a CUDA GPU is
+    seen (SystemExit '<script>: no CUDA GPU visible to torch' otherwise) and the environment is
+    logged: (shapes, lo, hi, work, configs, env); the kernel then writes its meta and calls
+    run_exhaustive."""
+    shapes = read_shapes(args.shapes)
+    dtypes = parse_dtypes(args.dtypes, dtypes)
+    lo, hi, work = select_work(args, len(shapes), dtypes)
+    configs = spread_configs(configs, args.configs)
+    if not work:
+        log("nothing to do")
+        return None
+    import torch
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{script}: no CUDA GPU visible to torch")
+    env = environment()
+    log("environment: " + "; ".join(f"{k}={v}" for k, v in env.items()))
+    return shapes, lo, hi, work, configs, env
+
+
+def exit_script(rc):
+    """A kernel script's exit: flush, then os._exit (no waiting on compile workers at interpreter
+    exit)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc or 0)
 
 
 def run_exhaustive(args, spec, work, db, configs, meta):

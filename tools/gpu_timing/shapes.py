@@ -24,23 +24,24 @@ can be measured again. (--test-only-from is the older name of --held-out-from.)
 """
 import argparse
 import glob
-import hashlib
 import os
 import sqlite3
 import sys
-import tempfile
 
-REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import shape_lists  # noqa: E402  (what this script shares with gemm_shapes.py)
+from shape_lists import shape_hash  # noqa: E402  (the order key; shapes.shape_hash as before)
+
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEFAULT_DATA = os.environ.get("TUNECAST_DATA_DIR") or os.path.join(REPO, "..", "shared", "data")
 
 QUERY = ("SELECT batchsize, in_channels, out_channels, in_h, in_w FROM config "
          "WHERE direction = 'F' AND spatial_dim = 2 AND fil_h = 1 AND fil_w = 1 "
          "AND pad_h = 0 AND pad_w = 0 AND conv_stride_h = 1 AND conv_stride_w = 1 "
          "AND dilation_h = 1 AND dilation_w = 1 AND group_count = 1")
-
-
-def shape_hash(shape):
-    return hashlib.sha256(",".join(str(v) for v in shape).encode()).hexdigest()
 
 
 def candidates(perfdb_dir):
@@ -69,19 +70,11 @@ def select(found, max_mnk, count):
 
 
 def write_csv_atomic(path, shapes):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".shapes.", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write("n,c,k,h,w,m,mnk,sha\n")
-            for n, c, k, h, w in shapes:
-                m = n * h * w
-                f.write(f"{n},{c},{k},{h},{w},{m},{m * k * c},{shape_hash((n, c, k, h, w))[:16]}\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    lines = ["n,c,k,h,w,m,mnk,sha\n"]
+    for n, c, k, h, w in shapes:
+        m = n * h * w
+        lines.append(f"{n},{c},{k},{h},{w},{m},{m * k * c},{shape_hash((n, c, k, h, w))[:16]}\n")
+    shape_lists.write_atomic(path, "".join(lines), ".shapes.")
 
 
 def problem_row(shape, dtype):
@@ -108,38 +101,12 @@ def outside_split(shapes, first, split="test"):
 
 
 def write_lines_atomic(path, lines):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".skip.", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    shape_lists.write_atomic(path, "".join(line + "\n" for line in lines), ".skip.")
 
 
 def read_shapes(path):
-    """The harness's reader: list of (n, c, k, h, w) in file order."""
-    out = []
-    with open(path) as f:
-        header = f.readline().strip().split(",")
-        if header[:5] != ["n", "c", "k", "h", "w"]:
-            raise ValueError(f"{path}: expected a header starting n,c,k,h,w, got {header}")
-        for line_no, line in enumerate(f, 2):
-            line = line.strip()
-            if not line:
-                continue
-            vals = line.split(",")
-            try:
-                shape = tuple(int(v) for v in vals[:5])
-            except ValueError:
-                raise ValueError(f"{path}:{line_no}: not integers: {line}")
-            if len(shape) != 5 or min(shape) < 1:
-                raise ValueError(f"{path}:{line_no}: need 5 positive integers: {line}")
-            out.append(shape)
-    return out
+    """The harness's reader: list of (n, c, k, h, w) in file order (the header is the first line)."""
+    return shape_lists.read_shapes(path, ("n", "c", "k", "h", "w"))
 
 
 def main(argv=None):
@@ -155,7 +122,7 @@ def main(argv=None):
                     help="with --held-out-from: the split to time (default test; val grows the split that "
                          "choices are made on; with --held-out-from 0, any split's pairs can be timed again)")
     ap.add_argument("--skip-file", help="where --held-out-from writes its index:DTYPE lines")
-    ap.add_argument("-o", "--output", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.csv"),
+    ap.add_argument("-o", "--output", default=os.path.join(HERE, "shapes.csv"),
                     help="output CSV (default tools/gpu_timing/shapes.csv)")
     args = ap.parse_args(argv)
     if args.count < 0 or args.max_mnk < 1:

@@ -338,28 +338,12 @@ class Spec:
 
 def run_exhaustive(args):
     from shapes import read_shapes
-    shapes = read_shapes(args.shapes)
-    dtypes = [d.strip().upper() for d in args.dtypes.split(",") if d.strip()]
-    for d in dtypes:
-        if d not in DTYPES:
-            raise SystemExit(f"--dtypes: unknown {d!r} (FP16, FP32)")
-    lo, hi, work = harness.select_work(args, len(shapes), dtypes)
-    configs = config_space()
-    if args.configs:
-        step = max(1, len(configs) // args.configs)
-        configs = configs[::step][:args.configs]
-    if not work:
-        log("nothing to do")
+    prepared = harness.prepare_run(args, "triton_gemm1x1.py", read_shapes, DTYPES, config_space())
+    if prepared is None:
         return 0
-
-    import torch
-    if not torch.cuda.is_available():
-        raise SystemExit("triton_gemm1x1.py: no CUDA GPU visible to torch")
+    shapes, lo, hi, work, configs, env = prepared
     db = harness.PartWriter(args.out, args.flush_seconds, args.pairs_per_file, SCHEMA)
-    env = environment()
-    log("environment: " + "; ".join(f"{k}={v}" for k, v in env.items()))
-    meta = {**env, "solver": SOLVER, "params": ",".join(PARAMS),
-            "space": "; ".join(f"{p} in {{{','.join(map(str, DOMAINS[p]))}}}" for p in PARAMS),
+    meta = {**env, "solver": SOLVER, "params": ",".join(PARAMS), "space": harness.space_text(PARAMS, DOMAINS),
             "n_configs": len(configs), "timing": f"one checking launch (timed alone: t_check); then a CUDA graph of "
             f"{BATCH} launches, {WARMUP_REPLAYS} warm-up replay, {REPEATS} timed replays between CUDA events; "
             f"time_us = median of the per-launch times (replay time / launches); configs whose t_check > "
@@ -374,23 +358,15 @@ def run_exhaustive(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    harness.add_run_arguments(ap, os.path.join(HERE, "shapes.csv"))
-    ap.add_argument("--dtypes", default="FP16,FP32", help="comma-separated: FP16, FP32 (default both)")
+    harness.add_run_arguments(ap, os.path.join(HERE, "shapes.csv"), DTYPES)
     ap.add_argument("--list-space", action="store_true", help="print the config space and exit (no GPU)")
     args = ap.parse_args(argv)
     if args.list_space:
-        for cfg in config_space():
-            print(params_text(cfg))
+        harness.print_configs(config_space())
         return 0
-    if not args.out:
-        ap.error("--out is required")
-    if not os.path.exists(args.shapes):
-        ap.error(f"--shapes {args.shapes}: no such file")
+    harness.check_run_arguments(ap, args)
     return run_exhaustive(args)
 
 
 if __name__ == "__main__":
-    rc = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(rc or 0)  # no waiting on compile workers at interpreter exit
+    harness.exit_script(main())
