@@ -66,6 +66,7 @@ class Rng {
 // Worst initial misalignment included.
 size_t with_alignment_slack(size_t bytes) { return bytes + kAlign; }
 
+
 // A measured (or failed) config.
 struct Entry {
   uint16_t index[kMaxParameters];
@@ -80,6 +81,31 @@ size_t table_slots(int budget) {
   size_t slots = 16;
   while (slots < 2 * static_cast<size_t>(std::max(budget, 1))) slots *= 2;
   return slots;
+}
+
+// The model-free search's surrogate (docs/search.md, "Without a predictor"): a Gaussian process
+// over the measured configs' normalized positions, fitted to their log-times, proposing the
+// config of largest expected improvement. Its arrays live in the caller's scratch.
+constexpr int kGpMaxPoints = 64;    // the best measured configs the model is fitted to
+constexpr int kGpPool = 256;        // random valid configs scored per proposal (plus the best's neighbours)
+struct GpScratch {
+  double* features = nullptr;       // [kGpMaxPoints][kMaxParameters]
+  double* y = nullptr;              // [kGpMaxPoints]
+  double* chol = nullptr;           // [kGpMaxPoints][kGpMaxPoints]: the kernel matrix's Cholesky factor
+  double* alpha = nullptr;          // [kGpMaxPoints]
+  double* work = nullptr;           // [kGpMaxPoints]
+  uint16_t* pool = nullptr;         // [kGpPool][kMaxParameters]: the start's maximin pool
+  double* pool_distance = nullptr;  // [kGpPool]
+};
+
+void carve_gp(Carver* carver, GpScratch* out) {
+  out->features = carver->take<double>(static_cast<size_t>(kGpMaxPoints) * kMaxParameters);
+  out->y = carver->take<double>(kGpMaxPoints);
+  out->chol = carver->take<double>(static_cast<size_t>(kGpMaxPoints) * kGpMaxPoints);
+  out->alpha = carver->take<double>(kGpMaxPoints);
+  out->work = carver->take<double>(kGpMaxPoints);
+  out->pool = carver->take<uint16_t>(static_cast<size_t>(kGpPool) * kMaxParameters);
+  out->pool_distance = carver->take<double>(kGpPool);
 }
 
 struct Space {
@@ -280,10 +306,28 @@ class Engine {
   }
   static constexpr int kMaxPrepared = 64;  // configs announced at once
 
+  // The surrogate's scratch (search without a predictor); absent: random draws and descent.
+  void set_surrogate(const GpScratch& gp) { gp_ = gp; }
+
+  // Without a predictor, with the surrogate: a space-filling start (maximin over random valid
+  // configs), then each benchmark on the config of largest expected improvement under a Gaussian
+  // process fitted to the measured log-times (docs/search.md, "Without a predictor").
+  void run_surrogate(Rng* rng) {
+    const int n0 = options_.explore > 0 ? std::min(options_.explore, options_.budget) : default_free_start(options_.budget);
+    maximin_start(n0, rng);
+    while (!stopped_) {
+      if (!propose_by_improvement(rng) && explore_random(1, rng) == 0) return;  // nothing left to propose
+    }
+  }
+
   // Without a predictor: `explore` random valid configs, coordinate descent from the best, and
   // while budget is left after it converges, further draws, descending again from any that
   // improves on the best.
   void run_free(int explore, Rng* rng) {
+    if (gp_.features != nullptr) {
+      run_surrogate(rng);
+      return;
+    }
     if (benchmark_.prepare != nullptr) {  // the same draws explore_random makes next, announced first
       Rng preview = *rng;
       uint16_t drawn[kMaxPrepared * kMaxParameters];
@@ -391,6 +435,269 @@ class Engine {
       write_result_best();
     }
     return Proposal::kMeasured;
+  }
+
+  // -- the surrogate
+  int features_of(const uint16_t* index, double* f) const {
+    int d = 0;
+    for (int p = 0; p < space_.count; ++p) {
+      if (space_.sizes[p] > 1) f[d++] = static_cast<double>(index[p]) / (space_.sizes[p] - 1);
+    }
+    return d;
+  }
+
+  bool draw_valid(Rng* rng, uint16_t* index) {
+    int64_t values[kMaxParameters];
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
+      values_of(index, values);
+      if (validity_(values)) return true;
+    }
+    return false;
+  }
+
+  // The first config of a pool of random valid ones, then each time the pool's config farthest
+  // from those chosen (normalized positions): computed before any benchmark, so announced first.
+  void maximin_start(int n0, Rng* rng) {
+    int pool = 0;
+    for (int i = 0; i < kGpPool; ++i) {
+      if (draw_valid(rng, gp_.pool + static_cast<size_t>(pool) * kMaxParameters)) ++pool;
+    }
+    if (pool == 0) return;
+    uint16_t chosen[Engine::kMaxPrepared * kMaxParameters];
+    const int n = std::min({n0, pool, static_cast<int>(kMaxPrepared)});
+    for (int i = 0; i < pool; ++i) gp_.pool_distance[i] = std::numeric_limits<double>::infinity();
+    int k = 0;
+    for (int c = 0; c < n; ++c) {
+      if (c > 0) {  // the farthest from those chosen (first on ties)
+        k = -1;
+        for (int i = 0; i < pool; ++i) {
+          if (gp_.pool_distance[i] > 0.0 && (k < 0 || gp_.pool_distance[i] > gp_.pool_distance[k])) k = i;
+        }
+        if (k < 0) break;
+      }
+      const uint16_t* pick = gp_.pool + static_cast<size_t>(k) * kMaxParameters;
+      std::copy(pick, pick + space_.count, chosen + static_cast<size_t>(c) * kMaxParameters);
+      double fk[kMaxParameters];
+      const int d = features_of(pick, fk);
+      for (int i = 0; i < pool; ++i) {
+        double fi[kMaxParameters];
+        features_of(gp_.pool + static_cast<size_t>(i) * kMaxParameters, fi);
+        double dist = 0.0;
+        for (int j = 0; j < d; ++j) dist += (fi[j] - fk[j]) * (fi[j] - fk[j]);
+        gp_.pool_distance[i] = std::min(gp_.pool_distance[i], dist);
+      }
+    }
+    announce(chosen, n, n);
+    for (int c = 0; c < n && !stopped_; ++c) propose(chosen + static_cast<size_t>(c) * kMaxParameters, SearchPhase::kExplore);
+  }
+
+  static double matern52(const double* a, const double* b, const double* ls, int d) {
+    double r2 = 0.0;
+    for (int j = 0; j < d; ++j) r2 += (a[j] - b[j]) * (a[j] - b[j]) / (ls[j] * ls[j]);
+    const double s5 = std::sqrt(5.0 * r2);
+    return (1.0 + s5 + 5.0 / 3.0 * r2) * std::exp(-s5);
+  }
+
+  // Cholesky of K = matern52 + noise I over the n points, alpha = K^-1 y; the negative log marginal
+  // likelihood (up to a constant) in *nll. False when K is not positive definite.
+  bool gp_fit(int n, int d, const double* ls, double* nll) {
+    double* L = gp_.chol;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j <= i; ++j) {
+        double v = matern52(gp_.features + static_cast<size_t>(i) * kMaxParameters,
+                            gp_.features + static_cast<size_t>(j) * kMaxParameters, ls, d);
+        if (i == j) v += kGpNoise;
+        for (int k = 0; k < j; ++k) v -= L[i * kGpMaxPoints + k] * L[j * kGpMaxPoints + k];
+        if (i == j) {
+          if (!(v > 0.0)) return false;
+          L[i * kGpMaxPoints + i] = std::sqrt(v);
+        } else {
+          L[i * kGpMaxPoints + j] = v / L[j * kGpMaxPoints + j];
+        }
+      }
+    }
+    double logdet = 0.0;
+    for (int i = 0; i < n; ++i) {  // forward: L z = y
+      double v = gp_.y[i];
+      for (int k = 0; k < i; ++k) v -= L[i * kGpMaxPoints + k] * gp_.work[k];
+      gp_.work[i] = v / L[i * kGpMaxPoints + i];
+      logdet += std::log(L[i * kGpMaxPoints + i]);
+    }
+    double fit = 0.0;
+    for (int i = 0; i < n; ++i) fit += gp_.work[i] * gp_.work[i];
+    for (int i = n - 1; i >= 0; --i) {  // backward: L^T alpha = z
+      double v = gp_.work[i];
+      for (int k = i + 1; k < n; ++k) v -= L[k * kGpMaxPoints + i] * gp_.alpha[k];
+      gp_.alpha[i] = v / L[i * kGpMaxPoints + i];
+    }
+    *nll = 0.5 * fit + logdet;
+    return true;
+  }
+
+  // Expected improvement (minimizing) of a config under the fitted process.
+  double improvement(const uint16_t* index, int n, int d, const double* ls, double y_best) {
+    double f[kMaxParameters];
+    features_of(index, f);
+    double mu = 0.0;
+    const double* L = gp_.chol;
+    for (int i = 0; i < n; ++i) {
+      const double k = matern52(f, gp_.features + static_cast<size_t>(i) * kMaxParameters, ls, d);
+      mu += k * gp_.alpha[i];
+      double v = k;  // forward solve L v = k, in work
+      for (int j = 0; j < i; ++j) v -= L[i * kGpMaxPoints + j] * gp_.work[j];
+      gp_.work[i] = v / L[i * kGpMaxPoints + i];
+    }
+    double var = 1.0;
+    for (int i = 0; i < n; ++i) var -= gp_.work[i] * gp_.work[i];
+    const double sigma = std::sqrt(std::max(var, 1e-12));
+    const double z = (y_best - mu) / sigma;
+    return (y_best - mu) * 0.5 * std::erfc(-z / std::sqrt(2.0)) + sigma * std::exp(-0.5 * z * z) * 0.3989422804014327;  // 1/sqrt(2 pi)
+  }
+
+  // Fits the process to the best measured configs and proposes the unvisited valid config of
+  // largest expected improvement among random draws and the best config's neighbours. False when
+  // nothing could be proposed.
+  bool propose_by_improvement(Rng* rng) {
+    // The measured configs: log-time; a failed one the worst + half a spread; above the median
+    // flattened once 10 are measured (the model's variance goes to the good region).
+    int measured = 0, ok = 0;
+    double worst = -std::numeric_limits<double>::infinity(), sum = 0.0, sum2 = 0.0;
+    for (size_t slot = 0; slot < slots_; ++slot) {
+      const Entry& e = table_[slot];
+      if (e.state == kEmpty) continue;
+      ++measured;
+      if (e.state != kMeasured) continue;
+      const double y = std::log(std::max(e.estimate, 1e-300));
+      ++ok;
+      worst = std::max(worst, y);
+      sum += y;
+      sum2 += y * y;
+    }
+    if (ok == 0) return false;
+    double spread = ok > 1 ? std::sqrt(std::max(sum2 / ok - (sum / ok) * (sum / ok), 0.0)) : 1.0;
+    if (!(spread > 1e-9)) spread = 1.0;
+    const double failed_y = worst + 0.5 * spread;
+    double cap = std::numeric_limits<double>::infinity();
+    if (measured >= 10 && ok >= 4) {  // the median of the ok log-times: the n/2-th smallest
+      double lo = -std::numeric_limits<double>::infinity();
+      for (int rank = 0; rank <= (ok - 1) / 2; ++rank) {  // ok is small (<= budget); selection by scans
+        double next = std::numeric_limits<double>::infinity();
+        for (size_t slot = 0; slot < slots_; ++slot) {
+          const Entry& e = table_[slot];
+          if (e.state != kMeasured) continue;
+          const double y = std::log(std::max(e.estimate, 1e-300));
+          if (y > lo && y < next) next = y;
+        }
+        lo = next;
+      }
+      cap = lo;
+    }
+    // The kGpMaxPoints best (smallest y), kept sorted by insertion.
+    int n = 0;
+    int d = 0;
+    for (size_t slot = 0; slot < slots_; ++slot) {
+      const Entry& e = table_[slot];
+      if (e.state == kEmpty) continue;
+      const double y = std::min(e.state == kMeasured ? std::log(std::max(e.estimate, 1e-300)) : failed_y, cap);
+      int at = n;
+      while (at > 0 && gp_.y[at - 1] > y) --at;
+      if (at >= kGpMaxPoints) continue;
+      const int last = std::min(n, kGpMaxPoints - 1);
+      for (int i = last; i > at; --i) {
+        gp_.y[i] = gp_.y[i - 1];
+        std::copy(gp_.features + static_cast<size_t>(i - 1) * kMaxParameters,
+                  gp_.features + static_cast<size_t>(i) * kMaxParameters,
+                  gp_.features + static_cast<size_t>(i) * kMaxParameters);
+      }
+      gp_.y[at] = y;
+      d = features_of(e.index, gp_.features + static_cast<size_t>(at) * kMaxParameters);
+      n = std::min(n + 1, kGpMaxPoints);
+    }
+    if (d == 0) return false;  // a space of one config
+    double mean = 0.0, var = 0.0;
+    for (int i = 0; i < n; ++i) mean += gp_.y[i] / n;
+    for (int i = 0; i < n; ++i) var += (gp_.y[i] - mean) * (gp_.y[i] - mean) / n;
+    const double sd = var > 1e-18 ? std::sqrt(var) : 1.0;
+    for (int i = 0; i < n; ++i) gp_.y[i] = (gp_.y[i] - mean) / sd;
+
+    // Length scales by marginal likelihood, refit every 5 benchmarks: an isotropic grid, then (from
+    // 8 points) one sweep over the parameters (each x 0.33, x 3 or x 100).
+    double nll = 0.0;
+    if (ls_points_ == 0 || measured - ls_points_ >= 5) {
+      double best_nll = std::numeric_limits<double>::infinity();
+      double best[kMaxParameters];
+      for (double g : {0.1, 0.2, 0.35, 0.6, 1.0}) {
+        double trial[kMaxParameters];
+        std::fill(trial, trial + d, g * std::sqrt(static_cast<double>(d)));
+        if (gp_fit(n, d, trial, &nll) && nll < best_nll) {
+          best_nll = nll;
+          std::copy(trial, trial + d, best);
+        }
+      }
+      if (!std::isfinite(best_nll)) return false;
+      if (n >= 8) {
+        for (int j = 0; j < d; ++j) {
+          const double base = best[j];
+          for (double m : {0.33, 3.0, 100.0}) {
+            double trial[kMaxParameters];
+            std::copy(best, best + d, trial);
+            trial[j] = std::min(base * m, 100.0);
+            if (gp_fit(n, d, trial, &nll) && nll < best_nll - 1e-9) {
+              best_nll = nll;
+              std::copy(trial, trial + d, best);
+            }
+          }
+        }
+      }
+      std::copy(best, best + d, ls_);
+      ls_points_ = measured;
+    }
+    if (!gp_fit(n, d, ls_, &nll)) return false;
+    const double y_best = gp_.y[0];
+
+    // Candidates: random valid draws, and the best config's neighbours (one parameter +-1, two +-1).
+    uint16_t choice[kMaxParameters];
+    double choice_ei = -1.0;
+    auto consider = [&](const uint16_t* index) {
+      if (find(index) != nullptr) return;
+      int64_t values[kMaxParameters];
+      values_of(index, values);
+      if (!validity_(values)) return;
+      const double ei = improvement(index, n, d, ls_, y_best);
+      if (ei > choice_ei) {
+        choice_ei = ei;
+        std::copy(index, index + space_.count, choice);
+      }
+    };
+    for (int i = 0; i < kGpPool; ++i) {
+      uint16_t index[kMaxParameters];
+      for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
+      consider(index);
+    }
+    if (found_) {
+      for (int a = 0; a < space_.count; ++a) {
+        for (int sa : {-1, 1}) {
+          uint16_t index[kMaxParameters];
+          std::copy(best_, best_ + space_.count, index);
+          if (index[a] + sa < 0 || index[a] + sa >= space_.sizes[a]) continue;
+          index[a] = static_cast<uint16_t>(index[a] + sa);
+          consider(index);
+          for (int b = a + 1; b < space_.count; ++b) {
+            for (int sb : {-1, 1}) {
+              if (index[b] + sb < 0 || index[b] + sb >= space_.sizes[b]) continue;
+              uint16_t pair[kMaxParameters];
+              std::copy(index, index + space_.count, pair);
+              pair[b] = static_cast<uint16_t>(pair[b] + sb);
+              consider(pair);
+            }
+          }
+        }
+      }
+    }
+    if (choice_ei < 0.0) return false;
+    propose(choice, SearchPhase::kExplore);
+    return true;
   }
 
   static bool next_combination(int* combo, int k, int n) {
@@ -528,6 +835,11 @@ class Engine {
   static constexpr int kMaxPending = 1 + 2 * kMaxRecheckRuns;
   SearchTrial pending_[kMaxPending];
   int pending_count_ = 0;
+  // The surrogate (search without a predictor).
+  static constexpr double kGpNoise = 1e-3;
+  GpScratch gp_;
+  double ls_[kMaxParameters] = {};
+  int ls_points_ = 0;  // configs measured when the length scales were last fitted
 };
 
 // The regions of a search from a model.
@@ -537,6 +849,7 @@ struct ModelScratch {
   Candidate* candidates = nullptr;   // beam_width
   int64_t* values = nullptr;         // every position's value list, one after another
   Entry* table = nullptr;
+  GpScratch gp;                      // a model without a predictor: the surrogate
 };
 
 // Values a position can take: tokens the vocabulary allows there, end tokens excepted.
@@ -555,6 +868,7 @@ void carve_model_scratch(const Model& model, const SearchOptions& options, Carve
   out->candidates = carver->take<Candidate>(static_cast<size_t>(beam));
   out->values = carver->take<int64_t>(static_cast<size_t>(allowed_value_count(model)));
   out->table = carver->take<Entry>(table_slots(options.budget));
+  if (!model.has_predictor()) carve_gp(carver, &out->gp);
 }
 
 Status check_common(const SearchOptions& options, Benchmark benchmark, SearchTrial* history, int history_capacity,
@@ -590,6 +904,8 @@ size_t search_scratch_bytes(const Model& model, const SearchOptions& options) {
 size_t search_scratch_bytes(const SearchSpace& /*space*/, const SearchOptions& options) {
   Carver counter(nullptr, 0);
   counter.take<Entry>(table_slots(options.budget));
+  GpScratch unused;
+  carve_gp(&counter, &unused);
   return with_alignment_slack(counter.used());
 }
 
@@ -665,8 +981,9 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
     result->out_of_range_fields = model.fields_out_of_range(problem);
     Engine engine(space, validity, options, benchmark, layout.table, table_slots(options.budget), history,
                   history_capacity, result, start);
+    engine.set_surrogate(layout.gp);
     Rng rng(options.seed);
-    engine.run_free(options.explore > 0 ? options.explore : default_free_explore(options.budget), &rng);
+    engine.run_free(options.explore > 0 ? options.explore : default_free_start(options.budget), &rng);
     engine.finish();
     return engine.error();
   }
@@ -763,15 +1080,18 @@ Status search(const SearchSpace& space_in, const int64_t* start, const SearchOpt
   }
   Carver carver(scratch, scratch_size);
   Entry* table = carver.take<Entry>(table_slots(options.budget));
+  GpScratch gp;
+  carve_gp(&carver, &gp);
   if (carver.overflow()) return Status::error(StatusCode::kBufferTooSmall, "search scratch buffer too small");
 
   Validity validity;
   validity.space = &space_in;
   Engine engine(space, validity, options, benchmark, table, table_slots(options.budget), history, history_capacity,
                 result, Clock::now());
-  if (start == nullptr) {  // no start: explore by drawing from the space
+  if (start == nullptr) {  // no start: the surrogate-guided search
+    engine.set_surrogate(gp);
     Rng rng(options.seed);
-    engine.run_free(options.explore > 0 ? options.explore : default_free_explore(options.budget), &rng);
+    engine.run_free(options.explore > 0 ? options.explore : default_free_start(options.budget), &rng);
     engine.finish();
     return engine.error();
   }

@@ -122,9 +122,9 @@ struct SearchOptions {
   bool use_model_constraints = true;
   Validator validator;
 
-  // Exploring without a predictor (a kernel definition alone, or a SearchSpace with no start):
-  // configs drawn from the space with this seed, valid ones only. Same seed, same timings: same
-  // proposals.
+  // Searching without a predictor (a kernel definition alone, or a SearchSpace with no start): the
+  // seed of the space-filling start and of the surrogate's candidate draws (`explore`, when set, is
+  // the start's length). Same seed, same timings: same proposals.
   uint64_t seed = 0;
 
   SearchObserver observer;
@@ -166,19 +166,20 @@ inline int default_explore(int beam_width, int budget) {
   return static_cast<int>(share < 1 ? 1 : share < beam_width ? share : beam_width);
 }
 
-// The model-free explore phase's default length: random valid configs before the first descent
-// (docs/search.md, "Without a predictor").
-inline int default_free_explore(int budget) {
-  const long long share = (static_cast<long long>(budget) * 3 + 5) / 10;
-  return static_cast<int>(share < 1 ? 1 : share);
+// The model-free search's default start: configs of the space-filling start before the surrogate
+// proposes (docs/search.md, "Without a predictor"): 0.1 of the budget, at least 3, at most the budget.
+inline int default_free_start(int budget) {
+  const long long share = (static_cast<long long>(budget) + 5) / 10;
+  const long long n = share < 3 ? 3 : share;
+  return static_cast<int>(n < budget ? n : budget);
 }
 
 // Bytes of scratch a search from `model` with `options` needs (predict's scratch for the beam, the
 // candidates, the value lists and the visited-config table, sized from options.budget).
 size_t search_scratch_bytes(const Model& model, const SearchOptions& options);
 
-// Explore with the model's beam (or, for a model without a predictor, a kernel definition alone,
-// with configs drawn from the space: SearchOptions::seed), then exploit. The space is each
+// Explore with the model's beam, then exploit; or, for a model without a predictor (a kernel
+// definition alone), the surrogate-guided search (SearchOptions::seed; docs/search.md). The space is each
 // parameter's definition domain when the model carries one (values the predictor never emits stay
 // reachable), else its vocabulary's values. Writes min(benchmarks, history_capacity) trials to
 // `history` (may be null when the capacity is 0) and fills `result`, also when it returns an error
@@ -204,8 +205,9 @@ size_t search_scratch_bytes(const SearchSpace& space, const SearchOptions& optio
 
 // Coordinate descent from `start` (parameter_count values, each one of its parameter's values;
 // benchmarked first, in the explore phase), with the same exploit and acceptance as the search from
-// a model. `start` null: explore with configs drawn from the space (options.seed, options.explore
-// or default_free_explore), then descend from the best, restarting from new draws when it converges.
+// a model. `start` null: the surrogate-guided search: a space-filling start (options.explore or
+// default_free_start configs), then the config of largest expected improvement under a Gaussian
+// process fitted to the measured log-times, every proposal passing `valid` (options.seed).
 // options.beam_width, use_model_constraints and validator are not used.
 Status search(const SearchSpace& space, const int64_t* start, const SearchOptions& options,
               Benchmark benchmark, void* scratch, size_t scratch_size, SearchTrial* history,
