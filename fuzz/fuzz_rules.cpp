@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "constraint_vm.h"
 #include "tunecast/model.h"
+#include "tunecast/codegen/assemble.h"
+#include "tunecast/codegen/blob_writer.h"
 #include "tunecast/codegen/rules_compiler.h"
 
 namespace {
@@ -18,8 +21,10 @@ vm::ProgramView view_of(const ir::Program& p) {
           static_cast<uint32_t>(p.constants.size())};
 }
 
+int g_field_count = kProblemFieldCount;  // the text's problem: the convolution's, or its own fields
+
 void must_verify(const ir::Program& program, uint32_t readable_mask, const std::string& what) {
-  const Status status = vm::verify_reading(view_of(program), readable_mask, what.c_str());
+  const Status status = vm::verify_reading(view_of(program), readable_mask, what.c_str(), g_field_count);
   if (!status) {
     std::fprintf(stderr, "compiler emitted bytecode the verifier rejects: %s\n", status.message());
     std::abort();
@@ -37,6 +42,20 @@ int rules_one_input(const uint8_t* data, size_t size) {
   rules::CompileOptions options;
   options.defines["img_reading"] = 1;
   if (!rules::compile(text, "fuzz.tcr", options, &out)) return 0;
+  g_field_count = out.problem.empty() ? kProblemFieldCount : static_cast<int>(out.problem.size());
+  // A definition with every domain compiles alone into a model that must load (format version 3),
+  // and its default problem parses with the schema the blob carries.
+  if (rules::has_domains(out) && out.constraints.size() <= static_cast<size_t>(kMaxConstraints) &&
+      out.applicability.size() <= static_cast<size_t>(kMaxConstraints)) {
+    ir::Model model;
+    if (codegen::definition_model(out, "fuzz.tcr", &model)) {
+      std::vector<uint8_t> blob;
+      if (!codegen::write_blob(model, &blob, codegen::BlobOptions())) {
+        std::fprintf(stderr, "a definition that compiles does not make a loadable blob\n");
+        std::abort();
+      }
+    }
+  }
 
   Problem problem;
   for (int f = 0; f < kProblemFieldCount; ++f) problem.set(static_cast<ProblemField>(f), f % 5);
