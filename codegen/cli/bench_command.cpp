@@ -40,9 +40,9 @@ std::string values_text(const int64_t* values, int count) {
 BenchCommand::~BenchCommand() {
   if (to_child_ >= 0) close(to_child_);
   if (from_child_ >= 0) close(from_child_);
-  if (pid_ > 0 && !reaped_) {
-    kill_group();
-    waitpid(pid_, &wait_status_, 0);
+  if (pid_ > 0) {
+    kill(-pid_, SIGKILL);  // the group: also what the command left running (a child holding its output)
+    if (!reaped_) waitpid(pid_, &wait_status_, 0);
   }
 }
 
@@ -69,6 +69,10 @@ Status BenchCommand::start(const std::string& command, const std::vector<std::st
     if (!replaced) env_strings.push_back(entry);
   }
   env_strings.insert(env_strings.end(), environment.begin(), environment.end());
+  // Protocol 2 is offered, never imposed: a command that does not greet is spoken to as before.
+  bool protocol_given = false;
+  for (const std::string& mine : environment) protocol_given = protocol_given || mine.rfind("TUNECAST_PROTOCOL=", 0) == 0;
+  if (!protocol_given) env_strings.push_back("TUNECAST_PROTOCOL=2");
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -96,6 +100,12 @@ Status BenchCommand::start(const std::string& command, const std::vector<std::st
     return Status::error(StatusCode::kIoError, "--bench-cmd: cannot start /bin/sh: %s", std::strerror(rc));
   }
   return Status::ok();
+}
+
+bool BenchCommand::alive() {
+  if (pid_ <= 0 || reaped_) return false;
+  if (waitpid(pid_, &wait_status_, WNOHANG) == pid_) reaped_ = true;
+  return !reaped_;
 }
 
 void BenchCommand::kill_group() {
@@ -136,9 +146,23 @@ bool BenchCommand::read_line(std::string* line, double timeout_seconds) {
       return false;
     }
     pollfd fd{from_child_, POLLIN, 0};
-    const int ready = poll(&fd, 1, static_cast<int>(std::min(left * 1000.0 + 1.0, 1e9)));
+    // In slices of 0.25 s: a command whose children keep its output open (a compile pool) must
+    // not hide its own death until the timeout. Once it has exited, what it wrote is read, and
+    // half a second without a line is the end of its output.
+    const int ready = poll(&fd, 1, static_cast<int>(std::min(left * 1000.0 + 1.0, 250.0)));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;  // the deadline check above ends it
+    if (ready == 0) {  // the deadline check above ends it
+      if (pid_ > 0 && !reaped_ && waitpid(pid_, &wait_status_, WNOHANG) == pid_) {
+        reaped_ = true;
+        exited_at_ = Clock::now();
+      }
+      if (reaped_ && std::chrono::duration<double>(Clock::now() - exited_at_).count() >= 0.5) {
+        errno = 0;  // end of output: the command is gone
+        *line = buffer_;
+        return false;
+      }
+      continue;
+    }
     char chunk[4096];
     const ssize_t n = read(from_child_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
@@ -151,30 +175,114 @@ bool BenchCommand::read_line(std::string* line, double timeout_seconds) {
   }
 }
 
-BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time) {
-  ++candidates_;
-  const std::string candidate = values_text(values, count);
-  const std::string text = candidate + "\n";
+bool BenchCommand::write_line(const std::string& line) {
+  const std::string text = line + "\n";
   for (size_t written = 0; written < text.size();) {
     const ssize_t n = write(to_child_, text.data() + written, text.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = errno == EPIPE ? "it closed its input" : std::strerror(errno);
-      error_ = Status::error(StatusCode::kIoError, "--bench-cmd: cannot send candidate %d (%s): %s%s", candidates_,
-                             candidate.c_str(), why.c_str(), exit_text().c_str());
-      return BenchmarkStatus::kAbort;
-    }
+    if (n < 0) return false;
     written += static_cast<size_t>(n);
   }
+  return true;
+}
+
+void BenchCommand::peek_greeting() {
+  if (protocol_ != 0 || from_child_ < 0) return;
+  for (;;) {
+    if (buffer_.find('\n') != std::string::npos) break;
+    pollfd fd{from_child_, POLLIN, 0};
+    if (poll(&fd, 1, 0) <= 0 || !(fd.revents & POLLIN)) break;
+    char chunk[4096];
+    const ssize_t n = read(from_child_, chunk, sizeof chunk);
+    if (n <= 0) break;  // end of output: run() tells
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+  const size_t newline = buffer_.find('\n');
+  if (newline == std::string::npos) return;
+  std::string first = buffer_.substr(0, newline);
+  while (!first.empty() && std::isspace(static_cast<unsigned char>(first.back()))) first.pop_back();
+  if (first == kProtocolGreeting) {
+    buffer_.erase(0, newline + 1);
+    protocol_ = 2;
+  } else {
+    protocol_ = 1;  // a line before any request: run() reports it
+    pending_.clear();
+  }
+}
+
+void BenchCommand::prepare(const int64_t* configs, int config_count, int count) {
+  if (config_count <= 0) return;
+  if (protocol_ == 0 && running()) peek_greeting();
+  if (protocol_ == 1) return;
+  std::vector<std::string> list;
+  for (int i = 0; i < config_count; ++i) list.push_back(values_text(configs + static_cast<size_t>(i) * count, count));
+  if (protocol_ == 0) {
+    pending_ = std::move(list);
+    return;
+  }
+  std::string line = "prepare";
+  for (const std::string& c : list) line += " " + c;
+  write_line(line);  // a command that died is told by the next run()
+}
+
+bool BenchCommand::set_problem(const std::string& text) {
+  if (protocol_ == 0 && running()) peek_greeting();
+  if (protocol_ != 2) return false;
+  write_line("problem " + text);
+  return true;
+}
+
+BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time) {
+  ++candidates_;
+  fault_ = Fault::kNone;
+  const std::string candidate = values_text(values, count);
+  if (protocol_ == 0) peek_greeting();
+  // Configs announced before the greeting was read: sent now, less this one (being run).
+  auto send_pending = [&]() {
+    std::string line = "prepare";
+    bool skipped = false;
+    for (const std::string& c : pending_) {
+      if (!skipped && c == candidate) {
+        skipped = true;
+        continue;
+      }
+      line += " " + c;
+    }
+    if (line != "prepare") write_line(line);
+    pending_.clear();
+  };
+  if (protocol_ == 2 && !pending_.empty()) send_pending();
+  if (!write_line(candidate)) {
+    const std::string why = errno == EPIPE ? "it closed its input" : std::strerror(errno);
+    fault_ = Fault::kDied;
+    error_ = Status::error(StatusCode::kIoError, "--bench-cmd: cannot send candidate %d (%s): %s%s", candidates_,
+                           candidate.c_str(), why.c_str(), exit_text().c_str());
+    return BenchmarkStatus::kAbort;
+  }
   std::string line;
-  if (!read_line(&line, timeout_)) {
+  bool got = read_line(&line, timeout_);
+  if (got && protocol_ == 0) {
+    std::string first = line;
+    while (!first.empty() && std::isspace(static_cast<unsigned char>(first.back()))) first.pop_back();
+    if (first == kProtocolGreeting) {
+      protocol_ = 2;
+      if (!pending_.empty()) send_pending();
+      got = read_line(&line, timeout_);
+    } else {
+      protocol_ = 1;
+      pending_.clear();
+    }
+  }
+  if (!got) {
     if (errno == ETIMEDOUT) {
+      fault_ = Fault::kTimeout;
       kill_group();
       error_ = Status::error(StatusCode::kIoError,
                              "--bench-cmd: no answer to candidate %d (%s) within %g s (--bench-timeout); the command "
                              "was killed",
                              candidates_, candidate.c_str(), timeout_);
     } else {
+      fault_ = Fault::kDied;
       error_ = Status::error(StatusCode::kIoError, "--bench-cmd: the command ended its output before answering candidate %d (%s)%s%s%s",
                              candidates_, candidate.c_str(), line.empty() ? "" : "; it had written '",
                              line.empty() ? "" : (shown(line) + "' with no newline").c_str(), exit_text().c_str());
@@ -190,6 +298,7 @@ BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time
   char* end = nullptr;
   const double t = answer.empty() ? 0.0 : std::strtod(answer.c_str(), &end);
   if (answer.empty() || *end != '\0' || !std::isfinite(t) || t < 0.0) {
+    fault_ = Fault::kGarbage;
     error_ = Status::error(StatusCode::kInvalidArgument,
                            "--bench-cmd: the answer to candidate %d (%s) was '%s': expected a time (a number >= 0) "
                            "or 'fail', one line per candidate",

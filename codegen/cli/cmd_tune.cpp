@@ -16,6 +16,7 @@
 
 #include "bench_command.h"
 #include "cli.h"
+#include "tune_list.h"
 #include "tunecast/codegen/timing_db.h"
 #include "tunecast/codegen/tuning_cache.h"
 #include "tunecast/search.h"
@@ -153,15 +154,17 @@ Status parse_start(const std::string& text, const Recording& rec, size_t count, 
 
 int cmd_tune(const std::vector<std::string>& argv) {
   Args args;
-  Status status = args.parse(argv,
-                             {"problem", "budget", "bench-cmd", "bench-timeout", "replay", "start", "beam", "explore",
-                              "max-radius", "max-moved", "recheck", "recheck-ratio", "time-limit", "solver", "seed",
-                              "record"},
-                             {"json", "quiet"});
+  std::vector<std::string> option_names = {"problem", "budget", "bench-cmd", "bench-timeout", "replay", "start",
+                                            "beam", "explore", "max-radius", "max-moved", "recheck", "recheck-ratio",
+                                            "time-limit", "solver", "seed", "record"};
+  option_names.insert(option_names.end(), kTuneListOptions.begin(), kTuneListOptions.end());
+  Status status = args.parse(argv, option_names, {"json", "quiet"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast tune MODEL.tcm|KERNEL.tcr --problem FIELDS --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
         "                    [--record DB] [--seed S]\n"
+        "       tunecast tune MODEL.tcm|KERNEL.tcr --problems FILE --budget N --record DB [--bench-cmd CMD]\n"
+        "                    [--workers N] [--shard I/N] [-o RESULTS] [--perf-db OUT.db] [--max-restarts R]\n"
         "       tunecast tune --replay KERNEL_TUNER.json --budget N [--start V1,V2,...]\n"
         "                    [--beam W] [--explore E] [--max-radius R] [--max-moved M]\n"
         "                    [--recheck RUNS] [--recheck-ratio X] [--time-limit S] [--bench-timeout S]\n"
@@ -190,6 +193,23 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "                    kernel's fields (created when absent; docs/kernels.md); measurements it\n"
         "                    already holds for the problem are replayed instead of benchmarked, so a\n"
         "                    killed tune resumes where it stopped\n"
+        "  --problems FILE   tune every problem of FILE (one per line, any form --problem takes,\n"
+        "                    '#' starts a comment; docs/fleet.md): a queue over --workers N\n"
+        "                    benchmark processes (default 1; '{worker}' in CMD is the worker's\n"
+        "                    number 0..N-1, also TUNECAST_WORKER), each measurement recorded in\n"
+        "                    --record DB (required), a problem done when its search ends (tables\n"
+        "                    tuned and perf_db of DB). A rerun skips done problems and resumes the\n"
+        "                    others from DB, measuring nothing twice. A process that hangs past\n"
+        "                    --bench-timeout or dies is restarted, its candidate recorded as failed\n"
+        "                    (timeout, died); more than --max-restarts R (default 3) in a row with\n"
+        "                    no answer between stops the run. Without --bench-cmd every answer\n"
+        "                    must come from DB (finishing merged shards). Results: a table on\n"
+        "                    stdout or -o RESULTS (problem, values, time_us, benchmarks), or with\n"
+        "                    --json one object per line per problem as it ends ({\"problem\",\n"
+        "                    \"best\", \"time\", \"benchmarks\", ...}); progress on stderr\n"
+        "  --perf-db OUT.db  also the bests as a MIOpen perf DB (a convolution kernel; one arch)\n"
+        "  --shard I/N       only the problems whose index in FILE (0-based, repeats removed) is\n"
+        "                    I mod N: one shard per job of a batch scheduler (SLURM job arrays)\n"
         "  --seed S          the draws of a search without a predictor (default 0)\n"
         "  --beam W          the predictor's beam (default max(32, the model's search_width))\n"
         "  --explore E       beam candidates benchmarked first (default min(W, 0.7 budget)); with a\n"
@@ -209,9 +229,25 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (!status) return usage_error("tune", status.message());
   if (args.positional().size() > 1) return usage_error("tune", "expected at most one MODEL");
   const bool have_model = args.positional().size() == 1;
-  if (args.has("bench-cmd") == args.has("replay")) return usage_error("tune", "give one of --bench-cmd and --replay");
+  const bool list = args.has("problems");
+  if (list) {
+    if (!have_model) return usage_error("tune", "--problems needs a MODEL or a KERNEL.tcr definition");
+    if (args.has("problem")) return usage_error("tune", "give one of --problem and --problems");
+    if (args.has("replay")) return usage_error("tune", "--problems tunes with --bench-cmd (or from --record alone), not --replay");
+    if (!args.has("record")) return usage_error("tune", "--problems needs --record DB (the queue's state: measurements and finished problems)");
+  } else {
+    for (const std::string& name : kTuneListOptions) {
+      if (name != "problems" && args.has(name)) return usage_error("tune", "--" + name + " is for a problem list (--problems FILE)");
+    }
+    if (args.has("bench-cmd") == args.has("replay")) return usage_error("tune", "give one of --bench-cmd and --replay");
+  }
   if (!args.has("budget")) return usage_error("tune", "give --budget N (benchmark calls)");
-  if (have_model && !args.has("problem")) return usage_error("tune", "give --problem (the problem to tune)");
+  // --problem may be left out for a definition whose fields all have defaults (a Kernel Tuner
+  // space's single problem).
+  const bool problem_optional = have_model && !list && is_definition_file(args.positional()[0]);
+  if (have_model && !list && !args.has("problem") && !problem_optional) {
+    return usage_error("tune", "give --problem (the problem to tune)");
+  }
   if (!have_model && args.has("bench-cmd")) {
     return usage_error("tune", "--bench-cmd needs a MODEL or a KERNEL.tcr definition (its domains are the space)");
   }
@@ -246,7 +282,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
     if (!status) return fail(status);
   }
   std::optional<Problem> problem;
-  if (args.has("problem")) {
+  if (args.has("problem") || problem_optional) {
     Problem p;
     status = have_model ? parse_model_problem(loaded.model, args.get("problem"), &p) : parse_problem(args.get("problem"), &p);
     if (!status) return fail(status);
@@ -286,6 +322,8 @@ int cmd_tune(const std::vector<std::string>& argv) {
   } else if (args.has("beam") || args.has("explore")) {
     return usage_error("tune", "--beam and --explore need a MODEL");
   }
+
+  if (list) return tune_problem_list(args, loaded, options, bench_timeout, names);
 
   // The benchmark: a process, or a recording.
   Recording recording;
@@ -448,7 +486,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       *time = m.time;
       return m.ok ? BenchmarkStatus::kOk : BenchmarkStatus::kFailed;
     }
-    if (!args.has("replay") && !command_started && !start_command()) return BenchmarkStatus::kAbort;
+    if (!args.has("replay") && ((!command_started && !start_command()) || !command_status)) return BenchmarkStatus::kAbort;
     const BenchmarkStatus answer = args.has("replay") ? replay(values, count, time) : command.run(values, count, time);
     if (args.has("record") && answer != BenchmarkStatus::kAbort) {
       codegen::TimingRecorder::Measurement m;
@@ -461,11 +499,33 @@ int cmd_tune(const std::vector<std::string>& argv) {
     }
     return answer;
   };
+  // The explore batch, announced before its first benchmark: a protocol-2 benchmark command gets
+  // the configs it will be asked to measure (those the recording does not answer) and may compile
+  // them in parallel (docs/search.md, "Protocol 2").
+  auto prepare_batch = [&](const int64_t* configs, int config_count, int count) {
+    if (args.has("replay")) return;
+    std::vector<int64_t> unanswered;
+    std::map<std::string, size_t> used;
+    for (int i = 0; i < config_count; ++i) {
+      const int64_t* values = configs + static_cast<size_t>(i) * count;
+      std::string params;
+      for (int p = 0; p < count; ++p) params += (p ? "," : "") + std::to_string(values[p]);
+      auto it = resumed.find(params);
+      if (it != resumed.end() && used[params] < it->second.size()) {
+        ++used[params];
+        continue;
+      }
+      unanswered.insert(unanswered.end(), values, values + count);
+    }
+    if (unanswered.empty()) return;
+    if (!command_started && !start_command()) return;
+    command.prepare(unanswered.data(), static_cast<int>(unanswered.size()) / count, count);
+  };
   std::vector<SearchTrial> history(static_cast<size_t>(std::max(1, std::min(options.budget, kMaxSearchBudget))));
   SearchResult result;
   if (have_model) {
     std::vector<unsigned char> scratch(search_scratch_bytes(loaded.model, options));
-    status = search(loaded.model, *problem, options, Benchmark::from(run_benchmark), scratch.data(), scratch.size(),
+    status = search(loaded.model, *problem, options, Benchmark::from(run_benchmark, prepare_batch), scratch.data(), scratch.size(),
                     history.data(), static_cast<int>(history.size()), &result);
   } else {
     SearchSpace space;
@@ -475,7 +535,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       space.value_counts[p] = static_cast<int>(space_values[p].size());
     }
     std::vector<unsigned char> scratch(search_scratch_bytes(space, options));
-    status = search(space, start.data(), options, Benchmark::from(run_benchmark), scratch.data(), scratch.size(),
+    status = search(space, start.data(), options, Benchmark::from(run_benchmark, prepare_batch), scratch.data(), scratch.size(),
                     history.data(), static_cast<int>(history.size()), &result);
   }
   if (!record_error) return fail(record_error);
