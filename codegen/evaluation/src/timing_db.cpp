@@ -483,10 +483,9 @@ TimingRecorder& TimingRecorder::operator=(TimingRecorder&& other) noexcept {
 
 Status TimingRecorder::open(const std::string& path, const RecordingInfo& info, TimingRecorder* out) {
   *out = TimingRecorder();
-  if (is_xz_file(path)) {
-    return Status::error(StatusCode::kInvalidArgument, "%s is xz-compressed: decompress it first (xz -dk %s)",
-                         path.c_str(), path.c_str());
-  }
+  // No look at the file outside SQLite here: closing any other descriptor of a file this process
+  // holds a SQLite connection to drops that connection's POSIX locks (a recorder open beside
+  // another could then lose its WAL). An xz file is diagnosed only when SQLite refuses it.
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     const Status s = Status::error(StatusCode::kIoError, "cannot open or create timing DB %s: %s", path.c_str(),
@@ -499,7 +498,22 @@ Status TimingRecorder::open(const std::string& path, const RecordingInfo& info, 
   sqlite3_busy_timeout(raw, 30000);  // shards of one fleet may share a file on one host
   // WAL: a reader (eval-search, another tune) never blocks the recorder, and a kill loses nothing
   // committed.
-  TUNECAST_RETURN_IF_ERROR(exec(raw, path, "PRAGMA journal_mode=WAL"));
+  {
+    StatementPtr mode;
+    Status s = prepare(raw, path, "PRAGMA journal_mode=WAL", &mode);
+    const int rc = s ? sqlite3_step(mode.get()) : SQLITE_ERROR;
+    if (rc != SQLITE_ROW) {
+      if (sqlite3_errcode(raw) == SQLITE_NOTADB && is_xz_file(path)) {
+        return Status::error(StatusCode::kInvalidArgument, "%s is xz-compressed: decompress it first (xz -dk %s)",
+                             path.c_str(), path.c_str());
+      }
+      return Status::error(StatusCode::kIoError, "timing DB %s: %s", path.c_str(), sqlite3_errmsg(raw));
+    }
+    if (text_of(mode.get(), 0) != "wal") {
+      return Status::error(StatusCode::kIoError, "timing DB %s: cannot use WAL journaling (journal mode %s)",
+                           path.c_str(), text_of(mode.get(), 0).c_str());
+    }
+  }
   std::map<std::string, std::string> meta;
   StatementPtr stmt;
   const bool existing = prepare(raw, path, "SELECT key, value FROM meta", &stmt).is_ok();
