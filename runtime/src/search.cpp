@@ -87,15 +87,17 @@ size_t table_slots(int budget) {
 // over the measured configs' normalized positions, fitted to their log-times, proposing the
 // config of largest expected improvement. Its arrays live in the caller's scratch.
 constexpr int kGpMaxPoints = 64;    // the best measured configs the model is fitted to
-constexpr int kGpPool = 256;        // random valid configs scored per proposal (plus the best's neighbours)
+constexpr int kGpStartPool = 256;   // random valid configs the maximin start picks from
+constexpr int kGpDraws = 64;        // random valid configs scored per proposal (plus the best ones' neighbours)
+constexpr int kGpLocal = 3;         // the best measured configs whose neighbours are scored
 struct GpScratch {
   double* features = nullptr;       // [kGpMaxPoints][kMaxParameters]
   double* y = nullptr;              // [kGpMaxPoints]
   double* chol = nullptr;           // [kGpMaxPoints][kGpMaxPoints]: the kernel matrix's Cholesky factor
   double* alpha = nullptr;          // [kGpMaxPoints]
   double* work = nullptr;           // [kGpMaxPoints]
-  uint16_t* pool = nullptr;         // [kGpPool][kMaxParameters]: the start's maximin pool
-  double* pool_distance = nullptr;  // [kGpPool]
+  uint16_t* pool = nullptr;         // [kGpStartPool][kMaxParameters]: the start's maximin pool
+  double* pool_distance = nullptr;  // [kGpStartPool]
 };
 
 void carve_gp(Carver* carver, GpScratch* out) {
@@ -104,8 +106,8 @@ void carve_gp(Carver* carver, GpScratch* out) {
   out->chol = carver->take<double>(static_cast<size_t>(kGpMaxPoints) * kGpMaxPoints);
   out->alpha = carver->take<double>(kGpMaxPoints);
   out->work = carver->take<double>(kGpMaxPoints);
-  out->pool = carver->take<uint16_t>(static_cast<size_t>(kGpPool) * kMaxParameters);
-  out->pool_distance = carver->take<double>(kGpPool);
+  out->pool = carver->take<uint16_t>(static_cast<size_t>(kGpStartPool) * kMaxParameters);
+  out->pool_distance = carver->take<double>(kGpStartPool);
 }
 
 struct Space {
@@ -460,7 +462,7 @@ class Engine {
   // from those chosen (normalized positions): computed before any benchmark, so announced first.
   void maximin_start(int n0, Rng* rng) {
     int pool = 0;
-    for (int i = 0; i < kGpPool; ++i) {
+    for (int i = 0; i < kGpStartPool; ++i) {
       if (draw_valid(rng, gp_.pool + static_cast<size_t>(pool) * kMaxParameters)) ++pool;
     }
     if (pool == 0) return;
@@ -670,16 +672,29 @@ class Engine {
         std::copy(index, index + space_.count, choice);
       }
     };
-    for (int i = 0; i < kGpPool; ++i) {
+    for (int i = 0; i < kGpDraws; ++i) {
       uint16_t index[kMaxParameters];
-      for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
-      consider(index);
+      if (draw_valid(rng, index)) consider(index);
     }
-    if (found_) {
+    // The kGpLocal best configs that ran (smallest estimates, first found on ties).
+    const Entry* local[kGpLocal] = {};
+    int locals = 0;
+    for (size_t slot = 0; slot < slots_; ++slot) {
+      const Entry& e = table_[slot];
+      if (e.state != kMeasured) continue;
+      int at = locals;
+      while (at > 0 && local[at - 1]->estimate > e.estimate) --at;
+      if (at >= kGpLocal) continue;
+      for (int i = std::min(locals, kGpLocal - 1); i > at; --i) local[i] = local[i - 1];
+      local[at] = &e;
+      locals = std::min(locals + 1, kGpLocal);
+    }
+    for (int l = 0; l < locals; ++l) {
+      const uint16_t* center = local[l]->index;
       for (int a = 0; a < space_.count; ++a) {
         for (int sa : {-1, 1}) {
           uint16_t index[kMaxParameters];
-          std::copy(best_, best_ + space_.count, index);
+          std::copy(center, center + space_.count, index);
           if (index[a] + sa < 0 || index[a] + sa >= space_.sizes[a]) continue;
           index[a] = static_cast<uint16_t>(index[a] + sa);
           consider(index);

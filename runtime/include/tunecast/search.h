@@ -167,9 +167,9 @@ inline int default_explore(int beam_width, int budget) {
 }
 
 // The model-free search's default start: configs of the space-filling start before the surrogate
-// proposes (docs/search.md, "Without a predictor"): 0.1 of the budget, at least 3, at most the budget.
+// proposes (docs/search.md, "Without a predictor"): 0.3 of the budget, at least 3, at most the budget.
 inline int default_free_start(int budget) {
-  const long long share = (static_cast<long long>(budget) + 5) / 10;
+  const long long share = (static_cast<long long>(budget) * 3 + 5) / 10;
   const long long n = share < 3 ? 3 : share;
   return static_cast<int>(n < budget ? n : budget);
 }
