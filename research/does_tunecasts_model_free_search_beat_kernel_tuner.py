@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""tunecast's own model-free search (the runtime engine, through the CLI) on the benchmark hub's
+caches, beside Kernel Tuner's strategies (research/data/model_free_search_peers.json, measured by
+research/does_model_free_search_beat_kernel_tuner.py) at the same budgets, averaged over the same
+number of seeds: the issue 31 comparison, cell by cell, with what the C++ engine ships (the Python
+prototypes of research/model_free_candidates.py chose its recipe).
+
+  research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub /work/ext/benchmark_hub \\
+      [--tunecast build/codegen/tunecast] [--seeds 20] [--out research/data/model_free_tunecast.json] \\
+      [--plot docs/model_free_search.png]
+
+Each cache's space (the hub script's tune_params and restrictions, research/data/hub_spaces.json)
+becomes a kernel definition with tools/kt_definition.py; `tunecast eval-search DEF --timings CACHE
+--strategies free_search --random-runs SEEDS` replays the search on the cache (speed = the cache's
+best time / the best found; a failed config costs one benchmark, a config the restrictions forbid
+is never proposed). A cell is won when tunecast's mean is at least the best Kernel Tuner strategy's.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BUDGETS = ["10", "20", "50", "100"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hub", required=True, help="a benchmark_hub checkout (its cachefiles/)")
+    ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--spaces", default=os.path.join(HERE, "data", "hub_spaces.json"))
+    ap.add_argument("--peers", default=os.path.join(HERE, "data", "model_free_search_peers.json"))
+    ap.add_argument("--out", default=os.path.join(HERE, "data", "model_free_tunecast.json"))
+    ap.add_argument("--plot", help="a PNG of the mean speed over caches per budget")
+    args = ap.parse_args()
+    if not os.access(args.tunecast, os.X_OK):
+        sys.exit(f"{args.tunecast}: not an executable (build it: cmake --build build)")
+    spaces = json.load(open(args.spaces))["caches"]
+    peers = json.load(open(args.peers))["caches"]
+    results, counts = {}, {"won": 0, "within_0.02": 0, "lost": 0, "below_random": 0}
+    with tempfile.TemporaryDirectory() as work:
+        for name, space in spaces.items():
+            stem = os.path.join(work, name.replace("/", "_"))
+            with open(stem + ".json", "w") as f:
+                json.dump({"kernel": name.split("/")[0], "tune_params": space["tune_params"],
+                           "restrictions": space["restrictions"]}, f)
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kt_definition.py"), stem + ".json",
+                            "-o", stem + ".tcr"], check=True, capture_output=True)
+            r = subprocess.run([args.tunecast, "eval-search", stem + ".tcr", "--timings",
+                                os.path.join(args.hub, space["cache"]), "--budgets", ",".join(BUDGETS),
+                                "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"],
+                               capture_output=True, text=True)
+            if r.returncode:
+                sys.exit(f"{name}: {r.stderr.strip()}")
+            cells = json.loads(r.stdout)["strategies"]["free_search"]
+            row = {}
+            for b in BUDGETS:
+                strategies = peers[name]["strategies"]
+                best_name, best = max(((k, v[b]) for k, v in strategies.items() if k != "random_sample"),
+                                      key=lambda kv: kv[1])
+                ours, rnd = cells[b]["geomean_speed"], strategies["random_sample"][b]
+                verdict = "won" if ours >= best else "within_0.02" if ours >= best - 0.02 else "lost"
+                counts[verdict] += 1
+                counts["below_random"] += ours < rnd
+                row[b] = {"tunecast": round(ours, 4), "best_peer": best, "best_peer_strategy": best_name,
+                          "random": rnd, "verdict": verdict,
+                          "overhead_us_per_benchmark": round(cells[b].get("overhead_us_per_benchmark", 0.0), 1)}
+            results[name] = row
+            print(f"{name:28s}" + "  ".join(f"{row[b]['tunecast']:.3f}/{row[b]['best_peer']:.3f}/"
+                                             f"{row[b]['random']:.3f}{'W' if row[b]['verdict'] == 'won' else '~' if row[b]['verdict'] == 'within_0.02' else 'L'}"
+                                             for b in BUDGETS), flush=True)
+    means = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4) for k in ("tunecast", "best_peer", "random")}
+             for b in BUDGETS}
+    out = {"about": {"seeds": args.seeds, "budgets": [int(b) for b in BUDGETS], "caches": len(results),
+                     "command": "research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub HUB"},
+           "counts": counts, "means": means, "caches": results}
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(tmp, args.out)
+    print(json.dumps(counts), json.dumps(means))
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        xs = [int(b) for b in BUDGETS]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for key, label, style in (("tunecast", "tunecast (model-free)", "o-"),
+                                  ("best_peer", "best Kernel Tuner strategy of each cell", "s--"),
+                                  ("random", "random sampling (Kernel Tuner)", "^:")):
+            ax.plot(xs, [means[b][key] for b in BUDGETS], style, label=label)
+        ax.set_xscale("log")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(BUDGETS)
+        ax.set_xlabel("benchmarks")
+        ax.set_ylabel(f"mean speed over {len(results)} hub caches")
+        ax.set_title(f"Model-free search, {args.seeds} seeds; cells won {counts['won']}, "
+                     f"within 0.02 {counts['within_0.02']}, lost {counts['lost']}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
