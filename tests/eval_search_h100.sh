@@ -19,8 +19,10 @@ if [ ! -f "$db" ] || [ -n "$(find "$timings" -name '*.db.xz' -newer "$db")" ]; t
   /usr/bin/python3 "$repo/tools/gpu_timing/merge.py" "$timings"/*.db.xz -o "$db"
 fi
 for p in FP16 FP32; do
+  # The strategies the checks below read (free_search, the model-free surrogate, would add minutes).
   "$tunecast" eval-search "$model" --timings "$db" --split test --default 128,128,32,8,4,4 --precision $p \
-    --budgets 1,2,5,10,20,50,100 --json > "$work/eval_search_$p.json"
+    --budgets 1,2,5,10,20,50,100 --strategies predictor_top1,predictor_top_b,predictor_search,default_search,random,exhaustive \
+    --json > "$work/eval_search_$p.json"
 done
 # Exhaustive search with the whole space as budget benchmarks every config the rules accept: none
 # may have failed on the GPU, and as many must have run as the data records.

@@ -18,7 +18,7 @@ const Command kCommands[] = {
     {"import-keras", tunecast::cli::cmd_import_keras,
      "compile MIOpen's frugally-deep Keras models (KTN or TunaNet) into a blob"},
     {"compile", tunecast::cli::cmd_compile,
-     "compile a trainer export (*.tcir.json) and rules into a blob"},
+     "compile a trainer export (*.tcir.json) and rules, or a kernel definition alone, into a blob"},
     {"predict", tunecast::cli::cmd_predict,
      "predict tuning parameters for a problem (constrained greedy or beam search)"},
     {"emit-cpp", tunecast::cli::cmd_emit_cpp,
@@ -33,7 +33,7 @@ const Command kCommands[] = {
     {"import-timings", tunecast::cli::cmd_import_timings,
      "add measurements (CSV, Kernel Tuner, timing DBs) to a timing DB keyed by a kernel definition"},
     {"tune", tunecast::cli::cmd_tune,
-     "tune one problem: the predictor's candidates, then coordinate descent, benchmarked"},
+     "tune a problem or a list: the predictor's candidates (without one, a surrogate), benchmarked"},
     {"eval-search", tunecast::cli::cmd_eval_search,
      "compare tuning strategies per benchmark budget on recorded timings"},
 };
