@@ -65,6 +65,11 @@ Status load_model_or_definition(const std::string& path, LoadedModel* out);
 // form `predict` reads (problem_forms.h).
 Status parse_model_problem(const Model& model, const std::string& text, Problem* out);
 
+// Calls visit(line number, text) for each line of the file at `path` that holds something once
+// '#' comments and surrounding blanks are dropped (problem lists, config lists); stops at the first
+// error, a read error or visit's.
+Status for_each_list_line(const std::string& path, const std::function<Status(int, const std::string&)>& visit);
+
 // The canonical text of a problem of `model`'s schema (docs/kernels.md).
 std::string problem_text(const Model& model, const Problem& problem);
 

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "tunecast/codegen/assemble.h"
+#include "tunecast/codegen/file_io.h"
 #include "tunecast/codegen/blob_writer.h"
 #include "tunecast/codegen/problem_forms.h"
 #include "tunecast/codegen/rules_compiler.h"
@@ -158,6 +159,20 @@ Status parse_model_problem(const Model& model, const std::string& text, Problem*
   if (!schema.builtin()) return parse_problem(schema, text, out);
   codegen::ProblemForm form;
   return codegen::parse_problem_any(text, out, &form);
+}
+
+Status for_each_list_line(const std::string& path, const std::function<Status(int, const std::string&)>& visit) {
+  std::string contents;
+  TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &contents));
+  std::istringstream in(contents);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    const size_t begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos) continue;
+    TUNECAST_RETURN_IF_ERROR(visit(number, line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin)));
+  }
+  return Status::ok();
 }
 
 std::string problem_text(const Model& model, const Problem& problem) {

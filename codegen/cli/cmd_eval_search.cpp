@@ -286,21 +286,16 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
 
   // The kernel's own autotune list (--configs): one config per line, the model's parameter order.
   if (args.has("configs")) {
-    std::string text;
-    status = codegen::read_file(args.get("configs"), &text);
-    if (!status) return fail(status);
-    std::istringstream in(text);
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-      line = line.substr(0, line.find('#'));
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    status = for_each_list_line(args.get("configs"), [&](int number, const std::string& line) -> Status {
       std::vector<int64_t> config;
       if (!parse_param_list(line, &config) || config.size() != names.size()) {
-        return usage_error("eval-search", args.get("configs") + ":" + std::to_string(number) + ": expected " +
-                                              std::to_string(names.size()) + " comma-separated integers");
+        return Status::error(StatusCode::kInvalidArgument, "%s:%d: expected %zu comma-separated integers",
+                             args.get("configs").c_str(), number, names.size());
       }
       options.config_list.push_back(std::move(config));
-    }
+      return Status::ok();
+    });
+    if (!status) return usage_error("eval-search", status.message());
     if (options.config_list.empty()) return usage_error("eval-search", "--configs " + args.get("configs") + " lists no config");
   }
 

@@ -24,17 +24,9 @@ using table::Row;
 // One problem per line in any form codegen::parse_problem_any reads; lines in MIOpen's forms
 // (driver command lines, perf-DB keys, network configs) are converted, and one note says so.
 Status read_problems(const Model& model, const std::string& path, std::vector<Row>* rows) {
-  std::string contents;
-  TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &contents));
-  std::istringstream in(contents);
-  std::string line;
   size_t converted = 0;
   std::string first_converted;
-  for (int number = 1; std::getline(in, line); ++number) {
-    line = line.substr(0, line.find('#'));
-    const size_t begin = line.find_first_not_of(" \t\r");
-    if (begin == std::string::npos) continue;
-    line = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
+  TUNECAST_RETURN_IF_ERROR(for_each_list_line(path, [&](int number, const std::string& line) -> Status {
     Row row;
     row.line = number;
     codegen::ProblemForm form = codegen::ProblemForm::kFields;
@@ -50,7 +42,8 @@ Status read_problems(const Model& model, const std::string& path, std::vector<Ro
                         ") reads as \"" + row.text + "\"";
     }
     rows->push_back(std::move(row));
-  }
+    return Status::ok();
+  }));
   if (rows->empty()) {
     return Status::error(StatusCode::kInvalidArgument, "%s holds no problems", path.c_str());
   }

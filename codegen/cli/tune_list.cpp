@@ -80,17 +80,9 @@ void field_columns(const Model& model, const Problem& problem, codegen::Recordin
 }
 
 Status read_list(const Model& model, const std::string& path, std::vector<Item>* items, size_t* duplicates) {
-  std::string contents;
-  TUNECAST_RETURN_IF_ERROR(codegen::read_file(path, &contents));
-  std::istringstream in(contents);
-  std::string line;
   std::set<std::string> seen;
   *duplicates = 0;
-  for (int number = 1; std::getline(in, line); ++number) {
-    line = line.substr(0, line.find('#'));
-    const size_t begin = line.find_first_not_of(" \t\r");
-    if (begin == std::string::npos) continue;
-    line = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
+  TUNECAST_RETURN_IF_ERROR(for_each_list_line(path, [&](int number, const std::string& line) -> Status {
     Item item;
     item.given = line;
     item.line = number;
@@ -99,10 +91,11 @@ Status read_list(const Model& model, const std::string& path, std::vector<Item>*
     item.text = problem_text(model, item.problem);
     if (!seen.insert(item.text).second) {
       ++*duplicates;
-      continue;
+      return Status::ok();
     }
     items->push_back(std::move(item));
-  }
+    return Status::ok();
+  }));
   if (items->empty()) return Status::error(StatusCode::kInvalidArgument, "%s holds no problems", path.c_str());
   return Status::ok();
 }
