@@ -43,6 +43,15 @@ std::string compile_error(const std::string& text) {
   return s.is_ok() ? std::string("ok") : std::string(s.message());
 }
 
+// kDefinition compiled alone (a model without a predictor).
+void compile_definition(tunecast_test::CompiledModel* out) {
+  rules::CompiledRules rules;
+  REQUIRE(rules::compile(kDefinition, "d.tcr", &rules).is_ok());
+  ir::Model ir;
+  REQUIRE(codegen::definition_model(rules, "d.tcr", &ir).is_ok());
+  tunecast_test::compile_model(ir, out);
+}
+
 }  // namespace
 
 TEST_CASE("kernel definition: fields, domains, features") {
@@ -96,12 +105,8 @@ TEST_CASE("kernel definition: errors name the line and the fault") {
 }
 
 TEST_CASE("kernel definition: compiled alone, a model without a predictor that parses problems and searches") {
-  rules::CompiledRules rules;
-  REQUIRE(rules::compile(kDefinition, "d.tcr", &rules).is_ok());
-  ir::Model ir;
-  REQUIRE(codegen::definition_model(rules, "d.tcr", &ir).is_ok());
   tunecast_test::CompiledModel compiled;
-  tunecast_test::compile_model(ir, &compiled);
+  compile_definition(&compiled);
   const Model& model = compiled.model;
   CHECK(model.root()->format_version() == 3);
   CHECK_FALSE(model.has_predictor());
@@ -152,12 +157,8 @@ TEST_CASE("kernel definition: compiled alone, a model without a predictor that p
 }
 
 TEST_CASE("search: Benchmark::prepare announces the explore batch before its first benchmark, in the order it is run") {
-  rules::CompiledRules rules;
-  REQUIRE(rules::compile(kDefinition, "d.tcr", &rules).is_ok());
-  ir::Model ir;
-  REQUIRE(codegen::definition_model(rules, "d.tcr", &ir).is_ok());
   tunecast_test::CompiledModel compiled;
-  tunecast_test::compile_model(ir, &compiled);
+  compile_definition(&compiled);
   Problem problem;
   REQUIRE(parse_problem(compiled.model.problem_schema(), "m=512,k=256", &problem).is_ok());
   std::vector<std::vector<int64_t>> announced, run;
