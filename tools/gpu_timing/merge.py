@@ -39,6 +39,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import timing_db  # noqa: E402
 from shapes import problem_row, read_shapes  # noqa: E402
 from triton_gemm1x1 import DTYPES, PARAMS, SHORT_BATCH, SOLVER, STATUSES, config_space, params_text  # noqa: E402
 
@@ -225,7 +226,6 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=N
             for row in src.kernels():
                 kernels.setdefault(row[:4], row)
 
-        folder = os.path.dirname(os.path.abspath(out_path))
         fd, db_path = tempfile.mkstemp(prefix=".merge.", suffix=".db", dir=tmpdir)
         os.close(fd)
         os.unlink(db_path)
@@ -282,20 +282,7 @@ def merge(parts, out_path, extra_meta, shapes_path=DEFAULT_SHAPES, shape_range=N
         out.commit()
         out.execute("VACUUM")
         out.close()
-        fd, tmp = tempfile.mkstemp(prefix=".merge.", suffix=".tmp", dir=folder)
-        os.close(fd)
-        try:
-            if out_path.endswith(".xz"):
-                with open(db_path, "rb") as fi, lzma.open(tmp, "wb", preset=9 | lzma.PRESET_EXTREME) as fo:
-                    shutil.copyfileobj(fi, fo, 1 << 20)
-            else:
-                shutil.copyfile(db_path, tmp)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, out_path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        timing_db.publish(db_path, out_path, ".merge.")
         print(f"merge.py: {len(order)} problems ({meta['problems_fp16']} FP16, {meta['problems_fp32']} FP32; "
               f"{meta['shapes_both_precisions']} shapes with both), {n_rows} timings -> {out_path} "
               f"({os.path.getsize(out_path)} bytes)", file=sys.stderr)

@@ -123,6 +123,29 @@ def field_types(con):
     return [(c[1], c[2]) for c in cols if c[1] not in ("id", "problem")]
 
 
+def publish(plain, out, prefix):
+    """Moves the SQLite file `plain` to `out` atomically, xz -9 or gzip compressed when out's name
+    says so (a temporary file named by `prefix` beside out, renamed when whole)."""
+    folder = os.path.dirname(os.path.abspath(out)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
+    os.close(fd)
+    try:
+        if out.endswith(".xz"):
+            with open(plain, "rb") as fi, lzma.open(tmp, "wb", preset=9 | lzma.PRESET_EXTREME) as fo:
+                shutil.copyfileobj(fi, fo, 1 << 20)
+        elif out.endswith(".gz"):
+            with open(plain, "rb") as fi, gzip.open(tmp, "wb", compresslevel=9) as fo:
+                shutil.copyfileobj(fi, fo, 1 << 20)
+        else:
+            shutil.copyfile(plain, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def write_atomic(build, out):
     """build(con) fills a fresh SQLite file; it is moved (or xz -9 / gzip compressed) to out."""
     folder = os.path.dirname(os.path.abspath(out)) or "."
@@ -135,23 +158,7 @@ def write_atomic(build, out):
         con.commit()
         con.execute("VACUUM")
         con.close()
-        fd, tmp = tempfile.mkstemp(prefix=".timing_db.", dir=folder)
-        os.close(fd)
-        try:
-            if out.endswith(".xz"):
-                with open(plain, "rb") as fi, lzma.open(tmp, "wb", preset=9 | lzma.PRESET_EXTREME) as fo:
-                    shutil.copyfileobj(fi, fo, 1 << 20)
-            elif out.endswith(".gz"):
-                with open(plain, "rb") as fi, gzip.open(tmp, "wb", compresslevel=9) as fo:
-                    shutil.copyfileobj(fi, fo, 1 << 20)
-            else:
-                shutil.copyfile(plain, tmp)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, out)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        publish(plain, out, ".timing_db.")
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
