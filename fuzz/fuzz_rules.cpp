@@ -50,8 +50,9 @@ int rules_one_input(const uint8_t* data, size_t size) {
     ir::Model model;
     if (codegen::definition_model(out, "fuzz.tcr", &model)) {
       std::vector<uint8_t> blob;
-      if (!codegen::write_blob(model, &blob, codegen::BlobOptions())) {
-        std::fprintf(stderr, "a definition that compiles does not make a loadable blob\n");
+      const Status written = codegen::write_blob(model, &blob, codegen::BlobOptions());
+      if (!written) {
+        std::fprintf(stderr, "a definition that compiles does not make a loadable blob: %s\n", written.message());
         std::abort();
       }
     }
@@ -74,8 +75,9 @@ int rules_one_input(const uint8_t* data, size_t size) {
       options.decode_order.push_back(static_cast<uint8_t>(out.params.size() - 1 - s));
     }
     options.params = out.params;
-    if (!rules::compile(text, "fuzz.tcr", options, &reordered)) {
-      std::fprintf(stderr, "a text that compiles fails to compile with a decode order\n");
+    const Status again = rules::compile(text, "fuzz.tcr", options, &reordered);
+    if (!again) {
+      std::fprintf(stderr, "a text that compiles fails to compile with a decode order: %s\n", again.message());
       std::abort();
     }
     for (const ir::Constraint& c : reordered.constraints) {

@@ -102,6 +102,24 @@ TEST_CASE("kernel definition: errors name the line and the fault") {
   CHECK(compile_error("param a in {1}\nfeature cube a\n") == "d.tcr:2:9: a feature's transform is raw or log2, not 'cube'");
   // Shared symbols at the same position compare with either field.
   CHECK(compile_error("field a in {N, T}\nfield b in {N, T}\nparam p in {1}\nrequire a == T || b == N || p > 0\n") == "ok");
+  // Names the blob's schema can carry (kMaxProblemNameLength).
+  CHECK(compile_error("field " + std::string(65, 'm') + " in [1..4]\n") == "d.tcr:1:7: field name longer than 64 characters");
+  CHECK(compile_error("field d in {" + std::string(65, 'X') + "}\n") == "d.tcr:1:13: symbol longer than 64 characters");
+}
+
+TEST_CASE("kernel definition: compiled for a model's parameter order, a param still may not name a field") {
+  // The model's params are declared before the text's fields are read (fuzz finding): the text's
+  // own fields decide, not the built-in convolution's.
+  rules::CompileOptions options;
+  options.params = {"layout", "tile"};
+  rules::CompiledRules out;
+  CHECK(rules::compile("field m in [1..4]\nparam layout in {1, 2}\nparam tile in {4}\n", "d.tcr", options, &out).is_ok());
+  Status clash = rules::compile("field tile in [1..4]\nparam layout in {1}\nparam tile in {4}\n", "d.tcr", options, &out);
+  CHECK(std::string(clash.message()) == "d.tcr:1:7: field 'tile' clashes with a parameter");
+  clash = rules::compile("field d in {tile}\nparam layout in {1}\nparam tile in {4}\n", "d.tcr", options, &out);
+  CHECK(std::string(clash.message()) == "d.tcr:4:1: param 'tile' clashes with a problem field or symbol of the same name");
+  clash = rules::compile("require tile > 0\n", "d.tcr", options, &out);  // the built-in convolution's layout
+  CHECK(std::string(clash.message()) == "d.tcr:2:1: param 'layout' clashes with a problem field or symbol of the same name");
 }
 
 TEST_CASE("kernel definition: compiled alone, a model without a predictor that parses problems and searches") {

@@ -402,7 +402,7 @@ const schema::ProblemFieldDef* field_def(const schema::ProblemSchema* table, int
 }
 
 bool is_identifier(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
+  if (s.empty() || s.size() > static_cast<size_t>(kMaxProblemNameLength)) return false;
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';

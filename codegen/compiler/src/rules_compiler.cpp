@@ -500,7 +500,8 @@ class Parser {
     prescan_lets();
     schema_ = options_.problem;
     if (!options_.params.empty()) {
-      for (size_t i = 0; i < options_.params.size(); ++i) declare_param(options_.params[i], i, peek());
+      // The text's own fields come later: a clash with one is checked once they are known.
+      for (size_t i = 0; i < options_.params.size(); ++i) declare_param(options_.params[i], i, peek(), false);
       out_->params = options_.params;
     }
     while (peek().kind != TokenKind::kEnd) {
@@ -517,6 +518,14 @@ class Parser {
     out_->fields_used.clear();
     for (int f = 0; f < field_count(); ++f) {
       if ((fields_used_ >> f) & 1u) out_->fields_used.push_back(field_name(f));
+    }
+    for (const std::string& param : options_.params) {
+      int field = -1;
+      int64_t symbol_value = 0;
+      if (find_field(param, &field) ||
+          (generic() && find_symbol(param, &symbol_value, &field) &&
+           schema_[static_cast<size_t>(field)].kind == FieldKind::kEnumeration))
+        throw CompileError{peek().line, peek().col, "param '" + param + "' clashes with a problem field or symbol of the same name"};
     }
     if (own_params_ && !options_.params.empty() && param_statements_ != options_.params.size())
       throw CompileError{peek().line, peek().col,
@@ -643,14 +652,14 @@ class Parser {
   }
 
   // -- names
-  bool name_taken(std::string_view name, std::string* what) const {
+  bool name_taken(std::string_view name, std::string* what, bool check_fields = true) const {
     int field = -1;
     int64_t symbol_value = 0;
     if (lets_.count(std::string(name))) *what = "a let";
     else if (options_declared_.count(std::string(name))) *what = "an option";
     else if (param_index_.count(std::string(name))) *what = "a parameter";
-    else if (find_field(name, &field)) *what = "a problem field";
-    else if (generic() && find_symbol(name, &symbol_value, &field) &&
+    else if (check_fields && find_field(name, &field)) *what = "a problem field";
+    else if (check_fields && generic() && find_symbol(name, &symbol_value, &field) &&
              schema_[static_cast<size_t>(field)].kind == FieldKind::kEnumeration)
       *what = "a symbol of field '" + schema_[static_cast<size_t>(field)].name + "'";
     else if (builtin(name) != nullptr) *what = "a builtin function";
@@ -670,13 +679,13 @@ class Parser {
     }
     return nullptr;
   }
-  void declare_param(const std::string& name, size_t index, const Token& at) {
+  void declare_param(const std::string& name, size_t index, const Token& at, bool check_fields = true) {
     std::string what;
     if (param_index_.count(name)) fail(at, "duplicate param '" + name + "'");
     // The runtime predicts at most kMaxParameters, and a constraint's parameters are a bit mask.
     if (index >= static_cast<size_t>(kMaxParameters))
       fail(at, "at most " + std::to_string(kMaxParameters) + " params (tunecast::kMaxParameters)");
-    if (name_taken(name, &what)) fail(at, "param '" + name + "' clashes with " + what + " of the same name");
+    if (name_taken(name, &what, check_fields)) fail(at, "param '" + name + "' clashes with " + what + " of the same name");
     param_index_.emplace(name, static_cast<int>(index));
     if (domains_.size() <= index) domains_.resize(index + 1);
   }
@@ -740,6 +749,8 @@ class Parser {
     own_fields_ = true;
     const Token& name = expect_ident("a field name after 'field'");
     const std::string id(name.text);
+    if (id.size() > static_cast<size_t>(kMaxProblemNameLength))
+      fail(name, "field name longer than " + std::to_string(kMaxProblemNameLength) + " characters");
     std::string what;
     if (name_taken(id, &what)) fail(name, "field '" + id + "' clashes with " + what);
     if (schema_.size() >= static_cast<size_t>(kMaxProblemFields))
@@ -760,6 +771,8 @@ class Parser {
         do {
           const Token& symbol = expect_ident("a symbol (a name) of the enumeration");
           const std::string sym(symbol.text);
+          if (sym.size() > static_cast<size_t>(kMaxProblemNameLength))
+            fail(symbol, "symbol longer than " + std::to_string(kMaxProblemNameLength) + " characters");
           if (std::find(def.symbols.begin(), def.symbols.end(), sym) != def.symbols.end())
             fail(symbol, "duplicate symbol '" + sym + "'");
           std::string taken;

@@ -47,6 +47,8 @@ constexpr int kProblemFieldCount = static_cast<int>(ProblemField::kCount);
 // Fields of any problem schema (a definition declares at most this many).
 constexpr int kMaxProblemFields = 32;
 static_assert(kProblemFieldCount <= kMaxProblemFields, "the convolution problem fits every schema's limit");
+// The longest name of a schema's field or enumeration symbol.
+constexpr int kMaxProblemNameLength = 64;
 
 // Symbolic values of the enumerated fields.
 enum Direction : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2 };
