@@ -36,6 +36,9 @@ def main():
     ap.add_argument("--peers", default=os.path.join(HERE, "data", "model_free_search_peers.json"))
     ap.add_argument("--out", default=os.path.join(HERE, "data", "model_free_tunecast.json"))
     ap.add_argument("--plot", help="a PNG of the mean speed over caches per budget")
+    ap.add_argument("--prior", choices=["none", "other-gpus"], default="none",
+                    help="other-gpus: each cache's search starts from the best configs of the same kernel's "
+                         "caches on the other GPUs (tune --prior; leave one GPU out); none: nothing known")
     args = ap.parse_args()
     if not os.access(args.tunecast, os.X_OK):
         sys.exit(f"{args.tunecast}: not an executable (build it: cmake --build build)")
@@ -50,9 +53,14 @@ def main():
                            "restrictions": space["restrictions"]}, f)
             subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kt_definition.py"), stem + ".json",
                             "-o", stem + ".tcr"], check=True, capture_output=True)
+            prior = []
+            if args.prior == "other-gpus":
+                others = [os.path.join(args.hub, s["cache"]) for n, s in spaces.items()
+                          if n.split("/")[0] == name.split("/")[0] and n != name]
+                prior = ["--prior", ",".join(others)]
             r = subprocess.run([args.tunecast, "eval-search", stem + ".tcr", "--timings",
                                 os.path.join(args.hub, space["cache"]), "--budgets", ",".join(BUDGETS),
-                                "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"],
+                                "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"] + prior,
                                capture_output=True, text=True)
             if r.returncode:
                 sys.exit(f"{name}: {r.stderr.strip()}")
@@ -76,7 +84,9 @@ def main():
     means = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4) for k in ("tunecast", "best_peer", "random")}
              for b in BUDGETS}
     out = {"about": {"seeds": args.seeds, "budgets": [int(b) for b in BUDGETS], "caches": len(results),
-                     "command": "research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub HUB"},
+                     "prior": args.prior,
+                     "command": "research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub HUB"
+                                + (f" --prior {args.prior}" if args.prior != "none" else "")},
            "counts": counts, "means": means, "caches": results}
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:

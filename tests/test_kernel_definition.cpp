@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.h"
 #include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/rules_compiler.h"
@@ -204,6 +206,53 @@ TEST_CASE("search: Benchmark::prepare announces the explore batch before its fir
   for (size_t i = 0; i < announced.size(); ++i) CHECK(announced[i] == run[i]);
 }
 
+TEST_CASE("search without a predictor: first_configs are measured first, in order, each checked against the space and the rules") {
+  tunecast_test::CompiledModel compiled;
+  compile_definition(&compiled);
+  Problem problem;
+  REQUIRE(parse_problem(compiled.model.problem_schema(), "m=512,k=256", &problem).is_ok());
+  std::vector<std::vector<int64_t>> run;
+  auto bench = [&](const int64_t* v, int n, double* time) {
+    run.emplace_back(v, v + n);
+    *time = 1.0 + static_cast<double>(v[0] + v[1] + v[2]);
+    return BenchmarkStatus::kOk;
+  };
+  const int64_t first[] = {32, 2, 2,    // measured first
+                           32, 8, 2,    // split 8: outside the domain (require split in {1, 2, 4})
+                           16, 1, 3,    // warps 3: a rule rejects it
+                           64, 4, 4,    // measured second
+                           32, 2, 2};   // a repeat
+  SearchOptions options;
+  options.budget = 20;
+  options.first_configs = first;
+  options.first_config_count = 5;
+  std::vector<unsigned char> scratch(search_scratch_bytes(compiled.model, options));
+  SearchResult result;
+  REQUIRE(search(compiled.model, problem, options, Benchmark::from(bench), scratch.data(), scratch.size(), nullptr, 0,
+                 &result)
+              .is_ok());
+  REQUIRE(run.size() == 20);
+  CHECK(run[0] == std::vector<int64_t>{32, 2, 2});
+  CHECK(run[1] == std::vector<int64_t>{64, 4, 4});
+  for (size_t i = 2; i < run.size(); ++i) CHECK(run[i] != std::vector<int64_t>{32, 2, 2});
+  CHECK(result.best_time == doctest::Approx(19.0));  // 16,1,1: the space-filling start and the surrogate go on
+}
+
+TEST_CASE("rank_recorded_configs: the mean log speed over the problems that recorded a config, shrunk toward 0.5") {
+  codegen::ProblemTimings a, b;
+  auto ok = [](double t) { return codegen::ProblemTimings::Timing{t, true, "ok"}; };
+  a.add({1}, ok(1.0));   // best on a
+  a.add({2}, ok(1.25));
+  a.add({3}, codegen::ProblemTimings::Timing{0.0, false, "out_of_resources"});
+  b.add({1}, ok(2.0));   // half as fast as b's best
+  b.add({2}, ok(1.0));   // best on b
+  b.add({4}, ok(1.0));   // recorded once, at the optimum: the pseudo-problem keeps it below 2
+  const std::vector<std::vector<int64_t>> ranked = codegen::rank_recorded_configs({&a, &b}, 10);
+  // 2: (log .5 + log .8 + log 1) / 3; 1: (log .5 + log 1 + log .5) / 3; 4: (log .5 + log 1) / 2; 3: a failure.
+  CHECK(ranked == std::vector<std::vector<int64_t>>{{2}, {4}, {1}, {3}});
+  CHECK(codegen::rank_recorded_configs({&a, &b}, 2).size() == 2);
+}
+
 TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, --replay of the recording") {
   tunecast_test::TempDir dir;
   const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
@@ -261,6 +310,24 @@ TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, -
   r = tunecast_test::run_cli(dir, "check '" + def + "' --timings '" + db + "'");
   CHECK(r.exit_code == (failed_128 ? 1 : 0));
   CHECK(r.out.find(failed_128 ? "128,128," : "0 recorded failures the rules accept") != std::string::npos);
+
+  // --prior: another problem's search starts from the recording's best configs, best first.
+  const size_t best_at = [&] {
+    size_t at = 0;
+    for (size_t i = 0; i < timings.size(); ++i) {
+      const auto* t = timings.find(timings.configs()[i]);
+      if (t->ok && t->time == timings.optimum()) at = i;
+    }
+    return at;
+  }();
+  r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=2048,n=4096,k=1024 --bench-cmd '" + bench +
+                                      "' --prior '" + db + "' --budget 6 --json --quiet");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["history"][0]["values"].get<std::vector<int64_t>>() == timings.configs()[best_at]);
+  r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=2048,n=4096,k=1024 --bench-cmd '" + bench +
+                                      "' --prior '" + dir.file("none.db") + "' --budget 6");
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("none.db") != std::string::npos);
 
   // Bad problems: one clear error each.
   r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096 --bench-cmd '" + bench + "' --budget 2");

@@ -137,6 +137,11 @@ int usage_error(const char* command, const std::string& message);
 Status import_kernel_tuner_file(const Model& model, const std::string& path, const std::string& problem_text,
                                 const std::string& out);
 
+// The model-free search's prior (tune and eval-search --prior): the `limit` best configs of
+// recordings of the same kernel on other GPUs or problems (comma-separated timing DBs or Kernel
+// Tuner files, codegen::rank_recorded_configs), in the model's parameter order.
+Status read_prior_configs(const Model& model, const std::string& paths, size_t limit, std::vector<std::vector<int64_t>>* out);
+
 int cmd_inspect(const std::vector<std::string>& args);
 int cmd_import_keras(const std::vector<std::string>& args);
 int cmd_compile(const std::vector<std::string>& args);

@@ -26,13 +26,6 @@
 namespace tunecast::cli {
 namespace {
 
-bool is_sqlite_or_xz(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return (in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0) || codegen::is_xz_file(path);
-}
-
 bool ends_with_any(const std::string& path, std::initializer_list<const char*> extensions) {
   for (const char* ext : extensions) {
     const size_t n = std::strlen(ext);
@@ -74,7 +67,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   Status status = args.parse(argv,
                              {"timings", "split", "split-seed", "budgets", "plot", "solver", "limit", "seed",
                               "random-runs", "default", "search-width", "beam", "explore", "max-radius", "max-moved",
-                              "recheck", "arch", "precision", "strategies", "configs", "problem"},
+                              "recheck", "arch", "precision", "strategies", "configs", "problem", "prior"},
                              {"json"});
   if (args.has("help")) {
     std::printf(
@@ -83,7 +76,8 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "                            [--solver NAME] [--limit N] [--seed S] [--random-runs R]\n"
         "                            [--default V1,V2,...] [--search-width W] [--beam W] [--explore E]\n"
         "                            [--max-radius R] [--max-moved M] [--recheck RUNS] [--arch A]\n"
-        "                            [--precision P] [--strategies S1,S2,...] [--configs FILE]\n\n"
+        "                            [--precision P] [--strategies S1,S2,...] [--configs FILE]\n"
+        "                            [--prior TIMINGS,...]\n\n"
         "Replays tuning strategies on the problems of a timing DB (recorded exhaustive measurements,\n"
         "docs/search.md) and reports, at each budget B of benchmarks, the geometric mean and the 10th\n"
         "percentile over problems of the speed found (recorded optimum / time of the best config\n"
@@ -93,10 +87,10 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  predictor_search  tunecast::search: the beam's best candidates, then coordinate descent\n"
         "  default_search    coordinate descent from the kernel's default config over the recorded\n"
         "                    values, without the model and its rules (Droplet Search as published)\n"
-        "  free_search       tunecast::search without the predictor: seeded draws from the space (the\n"
-        "                    definition's domains when the model carries them, else the recorded\n"
-        "                    values), the rules checked, then coordinate descent; mean of --random-runs\n"
-        "                    seeds\n"
+        "  free_search       tunecast::search without the predictor over the space (the definition's\n"
+        "                    domains when the model carries them, else the recorded values): a\n"
+        "                    space-filling start (or --prior's best configs), then a Gaussian process's\n"
+        "                    expected improvement, the rules checked; mean of --random-runs seeds\n"
         "  config_list       the kernel's own autotune list (--configs), in its order, truncated at B\n"
         "  random            B uniform valid configs, mean of --random-runs runs (default 10)\n"
         "  exhaustive        every valid config in one seeded random order, truncated at B\n"
@@ -117,6 +111,8 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "  --seed S      random and exhaustive orders (default 0)\n"
         "  --precision P only the problems of that data type (the dtype field's value)\n"
         "  --configs F   one config per line (the model's parameter order): the config_list strategy\n"
+        "  --prior T,... recordings of the same kernel on other GPUs or problems (timing DBs, Kernel\n"
+        "                Tuner files): free_search starts from their best configs (tune --help)\n"
         "  --timings may also be a Kernel Tuner T4 or cache file (.json, .json.gz: one problem, with\n"
         "                --problem FIELDS unless the definition's fields all have defaults)\n"
         "  --limit N     the first N problems only\n"
@@ -236,7 +232,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
       if (!path.empty()) std::remove(path.c_str());
     }
   } converted;
-  if (!is_sqlite_or_xz(timings_path)) {
+  if (!codegen::is_timing_db_file(timings_path)) {
     const char* tmpdir = std::getenv("TMPDIR");
     std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tunecast-eval-XXXXXX";
     const int fd = mkstemp(pattern.data());
@@ -297,6 +293,11 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     });
     if (!status) return usage_error("eval-search", status.message());
     if (options.config_list.empty()) return usage_error("eval-search", "--configs " + args.get("configs") + " lists no config");
+  }
+
+  if (args.has("prior")) {
+    status = read_prior_configs(model, args.get("prior"), 64, &options.prior_configs);
+    if (!status) return fail(status);
   }
 
   // The held-out problems: a definition's by their canonical text without the architecture.

@@ -261,6 +261,51 @@ Status import_kernel_tuner_file(const Model& model, const std::string& path, con
   return recorder.commit_batch();
 }
 
+Status read_prior_configs(const Model& model, const std::string& paths, size_t limit, std::vector<std::vector<int64_t>>* out) {
+  std::vector<std::string> files;
+  TUNECAST_RETURN_IF_ERROR(parse_list(paths, "--prior", &files));
+  std::vector<std::string> names;
+  for (int p = 0; p < model.parameter_count(); ++p) names.push_back(model.parameter_name(p));
+  const ProblemSchema schema = model.problem_schema();
+  std::vector<codegen::ProblemTimings> recorded;  // every problem of every file, in the model's parameter order
+  for (const std::string& file : files) {
+    std::vector<codegen::ProblemTimings> timings;
+    std::vector<std::string> recorded_names;
+    if (codegen::is_timing_db_file(file)) {
+      codegen::TimingDb db;
+      TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(file, "", &db, &schema));
+      recorded_names = db.parameter_names();
+      for (const codegen::TimingProblem& problem : db.problems()) {
+        timings.emplace_back();
+        TUNECAST_RETURN_IF_ERROR(db.timings(problem.config_id, &timings.back()));
+      }
+    } else {
+      codegen::TuningCache cache;
+      TUNECAST_RETURN_IF_ERROR(codegen::read_tuning_cache(file, &cache));
+      recorded_names = cache.names;
+      timings.push_back(std::move(cache.timings));
+    }
+    std::vector<int> positions;
+    const Status mapped = codegen::map_parameters(names, recorded_names, &positions);
+    if (!mapped) return Status::error(mapped.code(), "--prior %s: %s", file.c_str(), mapped.message());
+    for (const codegen::ProblemTimings& t : timings) {
+      codegen::ProblemTimings in_model_order;
+      for (const std::vector<int64_t>& config : t.configs()) {
+        if (config.size() != recorded_names.size() && !recorded_names.empty()) continue;
+        std::vector<int64_t> values(names.size());
+        for (size_t p = 0; p < names.size(); ++p) values[p] = config[positions.empty() ? p : static_cast<size_t>(positions[p])];
+        in_model_order.add(std::move(values), *t.find(config));
+      }
+      recorded.push_back(std::move(in_model_order));
+    }
+  }
+  std::vector<const codegen::ProblemTimings*> problems;
+  for (const codegen::ProblemTimings& t : recorded) problems.push_back(&t);
+  *out = codegen::rank_recorded_configs(problems, limit);
+  if (out->empty()) return Status::error(StatusCode::kNotFound, "--prior %s: no config that ran is recorded", paths.c_str());
+  return Status::ok();
+}
+
 int cmd_import_timings(const std::vector<std::string>& argv) {
   Args args;
   Status status = args.parse(argv, {"output", "problem", "solver"}, {});

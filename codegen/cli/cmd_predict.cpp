@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "tunecast/codegen/perfdb.h"
 #include "tunecast/codegen/problem_forms.h"
 #include "tunecast/predict.h"
 
@@ -53,11 +54,12 @@ Status parse_features(const std::string& text, std::vector<float>* out) {
 int cmd_predict(const std::vector<std::string>& argv) {
   Args args;
   Status status =
-      args.parse(argv, {"problem", "features", "beam", "search-width"}, {"greedy", "no-constraints", "json"});
+      args.parse(argv, {"problem", "features", "beam", "search-width", "among"}, {"greedy", "no-constraints", "json"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast predict MODEL.tcm (--problem FIELDS | --features VALUES)\n"
-        "                        [--greedy | --beam K [--search-width W]] [--no-constraints] [--json]\n\n"
+        "                        [--greedy | --beam K [--search-width W]] [--among FILE] [--no-constraints]\n"
+        "                        [--json]\n\n"
         "Runs the encoder once and a constrained beam search over the decoder, printing the K\n"
         "best parameter vectors that satisfy every constraint compiled into the model, best\n"
         "first, with their log-probability scores.\n\n"
@@ -83,6 +85,10 @@ int cmd_predict(const std::vector<std::string>& argv) {
         "  --search-width W  the beam width for few candidates (default: the model's metadata\n"
         "              search_width, else 1); e.g. --beam 1 --search-width 10 prints the best of\n"
         "              a 10-wide beam\n"
+        "  --among FILE  only the configs FILE lists (one per line, the model's parameter order,\n"
+        "              comma-separated), best first by the model's score; the beam is widened to\n"
+        "              the list (at most 256), so a list that fits is ranked exactly. Configs the\n"
+        "              rules reject are left out. For pruning an autotune list (docs/triton.md)\n"
         "  --no-constraints  ignore the model's constraints\n"
         "  --json      one JSON object: candidates, out_of_range_fields, applicable (null\n"
         "              without --problem), not_applicable (the failing condition, when one\n"
@@ -130,6 +136,35 @@ int cmd_predict(const std::vector<std::string>& argv) {
   PredictOptions options;
   options.beam_width = std::max(count, search_width);
   options.use_model_constraints = !args.has("no-constraints");
+
+  // --among: only prefixes of the list's configs survive, so a beam as wide as the list (up to
+  // kMaxBeamWidth) holds every one that passes the rules and ranks them by the model's score.
+  std::vector<std::vector<int64_t>> among;
+  if (args.has("among")) {
+    status = for_each_list_line(args.get("among"), [&](int number, const std::string& line) -> Status {
+      std::vector<int64_t> config;
+      if (!parse_param_list(line, &config) || config.size() != static_cast<size_t>(model.parameter_count())) {
+        return Status::error(StatusCode::kInvalidArgument, "%s:%d: expected %d comma-separated integers (the model's "
+                             "parameter order)", args.get("among").c_str(), number, model.parameter_count());
+      }
+      among.push_back(std::move(config));
+      return Status::ok();
+    });
+    if (status && among.empty()) status = Status::error(StatusCode::kInvalidArgument, "--among %s lists no config", args.get("among").c_str());
+    if (!status) return usage_error("predict", status.message());
+    options.beam_width = std::max(options.beam_width, static_cast<int>(std::min<size_t>(among.size(), kMaxBeamWidth)));
+  }
+  auto among_check = [&](const Problem*, int position, const int64_t* values) {
+    int step = 0;  // the decode step that set `position`: the positions set are those of steps 0..step
+    while (step + 1 < model.parameter_count() && model.decode_position(step) != position) ++step;
+    for (const std::vector<int64_t>& config : among) {
+      bool prefix = true;
+      for (int s = 0; s <= step && prefix; ++s) prefix = config[model.decode_position(s)] == values[model.decode_position(s)];
+      if (prefix) return true;
+    }
+    return false;
+  };
+  if (!among.empty()) options.validator = Validator::from(among_check);
 
   Problem problem;
   const bool have_problem = args.has("problem");
@@ -233,7 +268,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
   std::printf("%d candidate%s (beam %d%s, %s)\n", info.candidates, info.candidates == 1 ? "" : "s",
               options.beam_width,
               options.beam_width > count
-                  ? (args.has("search-width") ? ", --search-width" : ", the model's search_width")
+                  ? (!among.empty() ? ", as wide as --among's list" : args.has("search-width") ? ", --search-width" : ", the model's search_width")
                   : "",
               constrained ? "constrained"
                           : (have_problem ? "constraints off" : "no --problem: constraints not checked"));

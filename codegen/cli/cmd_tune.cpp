@@ -46,14 +46,6 @@ std::string joined(const std::vector<std::string>& items, const char* separator 
   return text;
 }
 
-// Whether `path` starts like an SQLite file (a timing DB) rather than JSON (Kernel Tuner).
-bool is_sqlite_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
-}
-
 // The measurements a replay answers from, and how to print values.
 struct Recording {
   ProblemTimings timings;                 // a timing DB's problem, or a Kernel Tuner file's configs
@@ -66,7 +58,7 @@ struct Recording {
 
 Status read_recording(const std::string& path, const Args& args, const std::optional<Problem>& problem,
                       const Model* model, Recording* out) {
-  if (is_sqlite_file(path) || codegen::is_xz_file(path)) {
+  if (codegen::is_timing_db_file(path)) {
     codegen::TimingDb db;
     const ProblemSchema schema = model ? model->problem_schema() : ProblemSchema();
     TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, args.get("solver"), &db, model ? &schema : nullptr));
@@ -156,13 +148,13 @@ int cmd_tune(const std::vector<std::string>& argv) {
   Args args;
   std::vector<std::string> option_names = {"problem", "budget", "bench-cmd", "bench-timeout", "replay", "start",
                                             "beam", "explore", "max-radius", "max-moved", "recheck", "recheck-ratio",
-                                            "time-limit", "solver", "seed", "record"};
+                                            "time-limit", "solver", "seed", "record", "prior"};
   option_names.insert(option_names.end(), kTuneListOptions.begin(), kTuneListOptions.end());
   Status status = args.parse(argv, option_names, {"json", "quiet"});
   if (args.has("help")) {
     std::printf(
         "usage: tunecast tune MODEL.tcm|KERNEL.tcr --problem FIELDS --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
-        "                    [--record DB] [--seed S]\n"
+        "                    [--record DB] [--seed S] [--prior TIMINGS,...]\n"
         "       tunecast tune MODEL.tcm|KERNEL.tcr --problems FILE --budget N --record DB [--bench-cmd CMD]\n"
         "                    [--workers N] [--shard I/N] [-o RESULTS] [--perf-db OUT.db] [--max-restarts R]\n"
         "       tunecast tune --replay KERNEL_TUNER.json --budget N [--start V1,V2,...]\n"
@@ -211,9 +203,13 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "  --shard I/N       only the problems whose index in FILE (0-based, repeats removed) is\n"
         "                    I mod N: one shard per job of a batch scheduler (SLURM job arrays)\n"
         "  --seed S          the draws of a search without a predictor (default 0)\n"
+        "  --prior T,...     with a KERNEL.tcr: recordings of the same kernel on other GPUs or\n"
+        "                    problems (timing DBs, Kernel Tuner files); the search measures their\n"
+        "                    best configs first (by mean log speed over their problems) in place of\n"
+        "                    the space-filling start\n"
         "  --beam W          the predictor's beam (default max(32, the model's search_width))\n"
         "  --explore E       beam candidates benchmarked first (default min(W, 0.7 budget)); with a\n"
-        "                    definition, random configs drawn first (default 0.3 budget)\n"
+        "                    definition, the start's configs before the surrogate (default 0.3 budget)\n"
         "  --max-radius R    widest coordinate step in value positions (default 0: the space's)\n"
         "  --max-moved M     parameters one step changes at once (default 2)\n"
         "  --recheck RUNS    MIOpen's rule: a config within --recheck-ratio (default 1.10) of the\n"
@@ -290,6 +286,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   }
 
   std::vector<std::string> names;  // the searched parameters, in search order
+  std::vector<int64_t> prior_configs;  // --prior's configs, row-major (options.first_configs)
   if (have_model && !loaded.model.has_predictor()) {  // a kernel definition: its domains are the space
     for (int p = 0; p < loaded.model.parameter_count(); ++p) names.push_back(loaded.model.parameter_name(p));
     if (args.has("beam")) return usage_error("tune", "--beam needs a trained model (a definition has no predictor)");
@@ -298,6 +295,14 @@ int cmd_tune(const std::vector<std::string>& argv) {
       status = Status::error(StatusCode::kInvalidArgument, "--explore %d must be positive", options.explore);
     }
     if (!status) return usage_error("tune", status.message());
+    if (args.has("prior")) {
+      std::vector<std::vector<int64_t>> prior;
+      status = read_prior_configs(loaded.model, args.get("prior"), 64, &prior);
+      if (!status) return fail(status);
+      for (const std::vector<int64_t>& config : prior) prior_configs.insert(prior_configs.end(), config.begin(), config.end());
+      options.first_configs = prior_configs.data();
+      options.first_config_count = static_cast<int>(prior.size());
+    }
   } else if (have_model) {
     const Model& model = loaded.model;
     if (!model.is_seq2seq() || model.root()->encoding() == nullptr) {
@@ -321,6 +326,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
     if (!status) return usage_error("tune", status.message());
   } else if (args.has("beam") || args.has("explore")) {
     return usage_error("tune", "--beam and --explore need a MODEL");
+  }
+  if (args.has("prior") && !(have_model && !loaded.model.has_predictor())) {
+    return usage_error("tune", "--prior is for a search without a predictor: give the KERNEL.tcr");
   }
 
   if (list) return tune_problem_list(args, loaded, options, bench_timeout, names);

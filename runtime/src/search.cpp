@@ -88,8 +88,9 @@ size_t table_slots(int budget) {
 // config of largest expected improvement. Its arrays live in the caller's scratch.
 constexpr int kGpMaxPoints = 64;    // the best measured configs the model is fitted to
 constexpr int kGpStartPool = 256;   // random valid configs the maximin start picks from
-constexpr int kGpDraws = 64;        // random valid configs scored per proposal (plus the best ones' neighbours)
+constexpr int kGpDraws = 256;       // random valid configs scored per proposal (plus the best ones' neighbours)
 constexpr int kGpLocal = 3;         // the best measured configs whose neighbours are scored
+constexpr double kGpLocalFrom = 0.4;  // share of the budget after which only the best config's neighbours are scored
 struct GpScratch {
   double* features = nullptr;       // [kGpMaxPoints][kMaxParameters]
   double* y = nullptr;              // [kGpMaxPoints]
@@ -316,7 +317,7 @@ class Engine {
   // process fitted to the measured log-times (docs/search.md, "Without a predictor").
   void run_surrogate(Rng* rng) {
     const int n0 = options_.explore > 0 ? std::min(options_.explore, options_.budget) : default_free_start(options_.budget);
-    maximin_start(n0, rng);
+    maximin_start(n0 - first_configs(n0), rng);
     while (!stopped_) {
       if (!propose_by_improvement(rng) && explore_random(1, rng) == 0) return;  // nothing left to propose
     }
@@ -456,6 +457,26 @@ class Engine {
       if (validity_(values)) return true;
     }
     return false;
+  }
+
+  // Measures the given first configs (SearchOptions::first_configs), at most `limit` of those in
+  // the space that the rules accept; returns how many were proposed.
+  int first_configs(int limit) {
+    uint16_t chosen[Engine::kMaxPrepared * kMaxParameters];
+    int n = 0;
+    for (int i = 0; i < options_.first_config_count && n < std::min(limit, static_cast<int>(kMaxPrepared)); ++i) {
+      const int64_t* values = options_.first_configs + static_cast<size_t>(i) * space_.count;
+      uint16_t* index = chosen + static_cast<size_t>(n) * kMaxParameters;
+      if (!index_of(values, index) || !validity_(values)) continue;
+      bool repeated = false;
+      for (int j = 0; j < n && !repeated; ++j) {
+        repeated = std::equal(index, index + space_.count, chosen + static_cast<size_t>(j) * kMaxParameters);
+      }
+      if (!repeated) ++n;
+    }
+    announce(chosen, n, n);
+    for (int c = 0; c < n && !stopped_; ++c) propose(chosen + static_cast<size_t>(c) * kMaxParameters, SearchPhase::kExplore);
+    return n;
   }
 
   // The first config of a pool of random valid ones, then each time the pool's config farthest
@@ -658,7 +679,7 @@ class Engine {
     if (!gp_fit(n, d, ls_, &nll)) return false;
     const double y_best = gp_.y[0];
 
-    // Candidates: random valid draws, and the best config's neighbours (one parameter +-1, two +-1).
+    // Candidates: random valid draws, and the best configs' neighbours (one parameter to any value, two +-1).
     uint16_t choice[kMaxParameters];
     double choice_ei = -1.0;
     auto consider = [&](const uint16_t* index) {
@@ -672,11 +693,17 @@ class Engine {
         std::copy(index, index + space_.count, choice);
       }
     };
-    for (int i = 0; i < kGpDraws; ++i) {
-      uint16_t index[kMaxParameters];
-      if (draw_valid(rng, index)) consider(index);
-    }
-    // The kGpLocal best configs that ran (smallest estimates, first found on ties).
+    auto consider_draws = [&] {
+      for (int i = 0; i < kGpDraws; ++i) {
+        uint16_t index[kMaxParameters];
+        if (draw_valid(rng, index)) consider(index);
+      }
+    };
+    // Late in the budget, only the best config's neighbourhood (random draws when it is spent).
+    const bool local_phase = measured >= kGpLocalFrom * options_.budget;
+    if (!local_phase) consider_draws();
+    // The local_count best configs that ran (smallest estimates, first found on ties).
+    const int local_count = local_phase ? 1 : kGpLocal;
     const Entry* local[kGpLocal] = {};
     int locals = 0;
     for (size_t slot = 0; slot < slots_; ++slot) {
@@ -684,14 +711,23 @@ class Engine {
       if (e.state != kMeasured) continue;
       int at = locals;
       while (at > 0 && local[at - 1]->estimate > e.estimate) --at;
-      if (at >= kGpLocal) continue;
-      for (int i = std::min(locals, kGpLocal - 1); i > at; --i) local[i] = local[i - 1];
+      if (at >= local_count) continue;
+      for (int i = std::min(locals, local_count - 1); i > at; --i) local[i] = local[i - 1];
       local[at] = &e;
-      locals = std::min(locals + 1, kGpLocal);
+      locals = std::min(locals + 1, local_count);
     }
     for (int l = 0; l < locals; ++l) {
       const uint16_t* center = local[l]->index;
       for (int a = 0; a < space_.count; ++a) {
+        // Every other value of one parameter: a parameter whose good values are not adjacent
+        // (block sizes of 64 and 128, every multiple of 16 between them slow) stays reachable.
+        for (int v = 0; v < space_.sizes[a]; ++v) {
+          if (v == center[a] || v == center[a] - 1 || v == center[a] + 1) continue;
+          uint16_t index[kMaxParameters];
+          std::copy(center, center + space_.count, index);
+          index[a] = static_cast<uint16_t>(v);
+          consider(index);
+        }
         for (int sa : {-1, 1}) {
           uint16_t index[kMaxParameters];
           std::copy(center, center + space_.count, index);
@@ -710,6 +746,7 @@ class Engine {
         }
       }
     }
+    if (choice_ei < 0.0 && local_phase) consider_draws();
     if (choice_ei < 0.0) return false;
     propose(choice, SearchPhase::kExplore);
     return true;

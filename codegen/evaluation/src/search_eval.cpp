@@ -281,6 +281,8 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
 
     // The model-free search (tunecast::search with no predictor), one run per seed.
     if (cells_.count(kFreeSearch)) {
+      std::vector<int64_t> prior;  // row-major, as SearchOptions::first_configs reads them
+      for (const std::vector<int64_t>& config : options_.prior_configs) prior.insert(prior.end(), config.begin(), config.end());
       StrategyCell& cell = cells_.at(kFreeSearch)[b];
       for (size_t r = 0; r < cell.speeds.size(); ++r) {
         SearchOptions so = options_.search;
@@ -288,6 +290,8 @@ Status SearchEvaluation::add(const Model& model, const SearchCase& c, size_t ind
         so.observer = SearchObserver();
         so.explore = -1;
         so.seed = problem_seed + r;
+        so.first_configs = prior.empty() ? nullptr : prior.data();
+        so.first_config_count = static_cast<int>(options_.prior_configs.size());
         std::vector<unsigned char> scratch(search_scratch_bytes(free_space, so));
         std::vector<SearchTrial> history(static_cast<size_t>(budget));
         SearchResult result;

@@ -160,6 +160,42 @@ bool is_xz_file(const std::string& path) {
   return in.gcount() == 6 && std::memcmp(head, "\xFD" "7zXZ\0", 6) == 0;
 }
 
+bool is_timing_db_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return (in.gcount() == 16 && std::memcmp(head, "SQLite format 3", 16) == 0) || is_xz_file(path);
+}
+
+std::vector<std::vector<int64_t>> rank_recorded_configs(const std::vector<const ProblemTimings*>& problems, size_t limit) {
+  struct Score {
+    double log_speed_sum = std::log(0.5);  // the pseudo-problem
+    int count = 1;
+    size_t first_seen = 0;
+  };
+  std::map<std::vector<int64_t>, Score> scores;
+  size_t seen = 0;
+  for (const ProblemTimings* timings : problems) {
+    if (!timings->has_optimum()) continue;
+    for (const std::vector<int64_t>& config : timings->configs()) {
+      const ProblemTimings::Timing* t = timings->find(config);
+      auto [it, added] = scores.emplace(config, Score());
+      if (added) it->second.first_seen = seen++;
+      it->second.log_speed_sum += std::log(t->ok && t->time > 0.0 ? std::min(timings->optimum() / t->time, 1.0) : 0.001);
+      ++it->second.count;
+    }
+  }
+  std::vector<std::pair<const std::vector<int64_t>*, const Score*>> ranked;
+  for (const auto& [config, score] : scores) ranked.emplace_back(&config, &score);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    const double sa = a.second->log_speed_sum / a.second->count, sb = b.second->log_speed_sum / b.second->count;
+    return sa != sb ? sa > sb : a.second->first_seen < b.second->first_seen;
+  });
+  std::vector<std::vector<int64_t>> out;
+  for (size_t i = 0; i < ranked.size() && i < limit; ++i) out.push_back(*ranked[i].first);
+  return out;
+}
+
 Status TimingDb::open(const std::string& path, const std::string& solver, TimingDb* out, const ProblemSchema* schema) {
   *out = TimingDb();
   if (is_xz_file(path)) {

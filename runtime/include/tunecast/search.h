@@ -126,6 +126,12 @@ struct SearchOptions {
   // seed of the space-filling start and of the surrogate's candidate draws (`explore`, when set, is
   // the start's length). Same seed, same timings: same proposals.
   uint64_t seed = 0;
+  // Configs to measure first without a predictor, best first (first_config_count rows of
+  // parameter_count values): e.g. the best configs of the same kernel's recorded timings on other
+  // GPUs or problems (tune --prior). They take the space-filling start's place; values outside the
+  // space and configs the rules reject are skipped. Not read by the search from a model.
+  const int64_t* first_configs = nullptr;
+  int first_config_count = 0;
 
   SearchObserver observer;
 };

@@ -31,6 +31,7 @@ struct SearchEvalOptions {
   std::vector<int64_t> default_config;  // the kernel's default, model order; empty: no default + coordinate descent
   int random_runs = 10;                 // random search and the model-free search: runs (seeds) averaged
   std::vector<std::vector<int64_t>> config_list;  // a kernel's own autotune list (model order); empty: none
+  std::vector<std::vector<int64_t>> prior_configs;  // the model-free search's first configs (model order, best first)
   uint64_t seed = 0;                    // random search and exhaustive search's orders
   std::vector<std::string> strategies;  // only these (names of search_strategy_names()); empty: all
   bool with_predictor = true;           // false: a kernel definition alone (the predictor strategies are left out)

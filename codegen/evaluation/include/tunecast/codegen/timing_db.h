@@ -148,6 +148,16 @@ class TimingRecorder {
 
 // Whether `path` starts with xz's magic bytes (the repository keeps timing DBs compressed).
 bool is_xz_file(const std::string& path);
+// Whether `path` is a timing DB (an SQLite file, or one compressed with xz) rather than a
+// Kernel Tuner JSON file, by its first bytes.
+bool is_timing_db_file(const std::string& path);
+
+// Configs ranked by how they ran in recordings of the same kernel on other GPUs or problems (the
+// model-free search's prior, tune --prior): per problem a config's speed is the problem's optimum
+// over its time (a failed config: 0.001); its score, the mean log speed over the problems that
+// recorded it and one pseudo-problem at speed 0.5, so a config recorded once does not outrank one
+// good everywhere. Best first (ties: first recorded), at most `limit`; values as recorded.
+std::vector<std::vector<int64_t>> rank_recorded_configs(const std::vector<const ProblemTimings*>& problems, size_t limit);
 
 // Parameter positions of the model in the recording: out[p] = the recording's index of the
 // model's parameter p. By name when the recording names its parameters, else the same order
