@@ -67,11 +67,36 @@ SHORT_BATCH = 2     # ... the slower ones a graph of SHORT_BATCH launches, SHORT
 SHORT_REPEATS = 3
 TOLERANCE = {"FP16": 1e-2, "FP32": 1e-2}  # max|Y - ref| / max|ref|
 
+# The autotune list users copy for this GEMM: the CUDA configs of Triton's matrix-multiplication
+# tutorial (triton-lang/triton python/tutorials/03-matrix-multiplication.py, get_cuda_autotune_config:
+# 8 configs, then 8 "good for fp8 inputs"), as (block_m, block_n, block_k, group_m, num_warps,
+# num_stages) (the tutorial's BLOCK_SIZE_M/N/K and GROUP_SIZE_M).
+PUBLIC_AUTOTUNE_SOURCE = ("triton-lang/triton python/tutorials/03-matrix-multiplication.py: "
+                          "get_cuda_autotune_config()")
+PUBLIC_AUTOTUNE_CONFIGS = [
+    (128, 256, 64, 8, 8, 3), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
+    (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4), (64, 32, 32, 8, 2, 5), (32, 64, 32, 8, 2, 5),
+    (128, 256, 128, 8, 8, 3), (256, 128, 128, 8, 8, 3), (256, 64, 128, 8, 4, 4), (64, 256, 128, 8, 4, 4),
+    (128, 128, 128, 8, 4, 4), (128, 64, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4), (128, 32, 64, 8, 4, 4),
+]
+
 
 def config_space():
     """All configs, as tuples in PARAMS order, in a fixed order (itertools.product)."""
     return list(itertools.product(*(DOMAINS[p] for p in PARAMS)))
 
+
+def public_in_space():
+    """(configs of PUBLIC_AUTOTUNE_CONFIGS inside the space (distinct, in list order),
+    {reason: count} of those outside): what replay can score (gemm_splitk.py's likewise)."""
+    inside, outside = [], {}
+    for cfg in PUBLIC_AUTOTUNE_CONFIGS:
+        bad = [f"{p}={v}" for p, v in zip(PARAMS, cfg) if v not in DOMAINS[p]]
+        if bad:
+            outside["+".join(bad)] = outside.get("+".join(bad), 0) + 1
+        elif cfg not in inside:
+            inside.append(cfg)
+    return inside, outside
 
 def parse_params(text):
     """'128,64,32,8,4,3' -> tuple of 6 ints; ValueError with a message otherwise."""
@@ -360,9 +385,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     harness.add_run_arguments(ap, os.path.join(HERE, "shapes.csv"), DTYPES)
     ap.add_argument("--list-space", action="store_true", help="print the config space and exit (no GPU)")
+    ap.add_argument("--public-configs", action="store_true",
+                    help="print the public autotune list mapped into the space and exit (no GPU)")
     args = ap.parse_args(argv)
     if args.list_space:
         harness.print_configs(config_space())
+        return 0
+    if args.public_configs:
+        inside, outside = public_in_space()
+        print(f"# {PUBLIC_AUTOTUNE_SOURCE}: {len(PUBLIC_AUTOTUNE_CONFIGS)} configs; {len(inside)} distinct inside "
+              f"the space, {sum(outside.values())} outside")
+        for k, v in sorted(outside.items(), key=lambda kv: -kv[1]):
+            print(f"# outside: {v} with {k}")
+        harness.print_configs(inside)
         return 0
     harness.check_run_arguments(ap, args)
     return run_exhaustive(args)
