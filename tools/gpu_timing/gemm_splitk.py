@@ -95,15 +95,7 @@ def config_space():
 def public_in_space():
     """(configs of PUBLIC_AUTOTUNE_CONFIGS inside the space (distinct, in list order),
     {reason: count} of those outside)."""
-    inside, outside = [], {}
-    for cfg in PUBLIC_AUTOTUNE_CONFIGS:
-        bad = [p for p, v in zip(PARAMS, cfg) if v not in DOMAINS[p]]
-        if bad:
-            key = "+".join(f"{p}={v}" for p, v in zip(PARAMS, cfg) if p in bad)
-            outside[key] = outside.get(key, 0) + 1
-        elif cfg not in inside:
-            inside.append(cfg)
-    return inside, outside
+    return harness.public_in_space(PUBLIC_AUTOTUNE_CONFIGS, PARAMS, DOMAINS)
 
 
 def parse_params(text):
@@ -454,12 +446,7 @@ def main(argv=None):
         harness.print_configs(config_space())
         return 0
     if args.public_configs:
-        inside, outside = public_in_space()
-        print(f"# {PUBLIC_AUTOTUNE_SOURCE}: {len(PUBLIC_AUTOTUNE_CONFIGS)} configs; {len(inside)} distinct inside "
-              f"the space, {sum(outside.values())} outside")
-        for k, v in sorted(outside.items(), key=lambda kv: -kv[1]):
-            print(f"# outside: {v} with {k}")
-        harness.print_configs(inside)
+        harness.print_public_configs(PUBLIC_AUTOTUNE_SOURCE, PUBLIC_AUTOTUNE_CONFIGS, PARAMS, DOMAINS)
         return 0
     if args.smoke:
         return smoke()

@@ -649,6 +649,30 @@ def print_configs(configs):
         print(params_text(cfg))
 
 
+def public_in_space(configs, params, domains):
+    """(the configs of a public autotune list inside the space (distinct, in list order),
+    {reason: count} of those outside, the reason naming the values outside their domains)."""
+    inside, outside = [], {}
+    for cfg in configs:
+        bad = [f"{p}={v}" for p, v in zip(params, cfg) if v not in domains[p]]
+        if bad:
+            outside["+".join(bad)] = outside.get("+".join(bad), 0) + 1
+        elif cfg not in inside:
+            inside.append(cfg)
+    return inside, outside
+
+
+def print_public_configs(source, configs, params, domains):
+    """--public-configs: the list's configs inside the space, one per line, after comments saying
+    where the list comes from and what of it lies outside."""
+    inside, outside = public_in_space(configs, params, domains)
+    print(f"# {source}: {len(configs)} configs; {len(inside)} distinct inside the space, "
+          f"{sum(outside.values())} outside")
+    for k, v in sorted(outside.items(), key=lambda kv: -kv[1]):
+        print(f"# outside: {v} with {k}")
+    print_configs(inside)
+
+
 def prepare_run(args, script, read_shapes, dtypes, configs):
     """The start of every kernel's exhaustive run, from add_run_arguments' options: the shapes
     (read_shapes(args.shapes)), --dtypes (of dtypes), the work (select_work) and --configs (of

@@ -88,15 +88,9 @@ def config_space():
 
 def public_in_space():
     """(configs of PUBLIC_AUTOTUNE_CONFIGS inside the space (distinct, in list order),
-    {reason: count} of those outside): what replay can score (gemm_splitk.py's likewise)."""
-    inside, outside = [], {}
-    for cfg in PUBLIC_AUTOTUNE_CONFIGS:
-        bad = [f"{p}={v}" for p, v in zip(PARAMS, cfg) if v not in DOMAINS[p]]
-        if bad:
-            outside["+".join(bad)] = outside.get("+".join(bad), 0) + 1
-        elif cfg not in inside:
-            inside.append(cfg)
-    return inside, outside
+    {reason: count} of those outside)."""
+    return harness.public_in_space(PUBLIC_AUTOTUNE_CONFIGS, PARAMS, DOMAINS)
+
 
 def parse_params(text):
     """'128,64,32,8,4,3' -> tuple of 6 ints; ValueError with a message otherwise."""
@@ -392,12 +386,7 @@ def main(argv=None):
         harness.print_configs(config_space())
         return 0
     if args.public_configs:
-        inside, outside = public_in_space()
-        print(f"# {PUBLIC_AUTOTUNE_SOURCE}: {len(PUBLIC_AUTOTUNE_CONFIGS)} configs; {len(inside)} distinct inside "
-              f"the space, {sum(outside.values())} outside")
-        for k, v in sorted(outside.items(), key=lambda kv: -kv[1]):
-            print(f"# outside: {v} with {k}")
-        harness.print_configs(inside)
+        harness.print_public_configs(PUBLIC_AUTOTUNE_SOURCE, PUBLIC_AUTOTUNE_CONFIGS, PARAMS, DOMAINS)
         return 0
     harness.check_run_arguments(ap, args)
     return run_exhaustive(args)
