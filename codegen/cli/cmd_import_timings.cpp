@@ -291,7 +291,7 @@ Status read_prior_configs(const Model& model, const std::string& paths, size_t l
     for (const codegen::ProblemTimings& t : timings) {
       codegen::ProblemTimings in_model_order;
       for (const std::vector<int64_t>& config : t.configs()) {
-        if (config.size() != recorded_names.size() && !recorded_names.empty()) continue;
+        if (config.size() != (positions.empty() ? names.size() : recorded_names.size())) continue;  // malformed row
         std::vector<int64_t> values(names.size());
         for (size_t p = 0; p < names.size(); ++p) values[p] = config[positions.empty() ? p : static_cast<size_t>(positions[p])];
         in_model_order.add(std::move(values), *t.find(config));
