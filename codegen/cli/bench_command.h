@@ -82,7 +82,6 @@ class BenchCommand {
   int wait_status_ = 0;
   std::chrono::steady_clock::time_point exited_at_{};  // when read_line saw it exit
   int protocol_ = 0;
-  bool greeted_ = false;                 // the greeting has been read
   std::vector<std::string> pending_;     // configs announced before the protocol was known
   Fault fault_ = Fault::kNone;
 };

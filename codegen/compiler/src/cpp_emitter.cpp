@@ -499,7 +499,7 @@ struct GraphNames {
 class Emitter {
  public:
   Emitter(const Model& model, const CppEmitOptions& options)
-      : model_(model), options_(options), schema_(model.problem_schema()) {}
+      : model_(model), schema_(model.problem_schema()), options_(options) {}
 
   Status run(CppSources* out) {
     TUNECAST_RETURN_IF_ERROR(check());

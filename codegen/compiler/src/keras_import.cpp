@@ -1056,7 +1056,7 @@ Status ktn_vocabulary(const json& meta, const std::string& source, std::string_v
   for (size_t t = 0; t < size; ++t) {
     if (vocab.token_values[t] == -1) vocab.end_tokens.push_back(static_cast<uint16_t>(t));
   }
-  for (int64_t p = 0; p < count; ++p) vocab.parameters.push_back({"p" + std::to_string(p), {}});
+  for (int64_t p = 0; p < count; ++p) vocab.parameters.push_back({"p" + std::to_string(p), {}, {}});
   vocab.end_policy = ir::EndPolicy::FixedLength;
   model->vocabulary = std::move(vocab);
   return Status::ok();
