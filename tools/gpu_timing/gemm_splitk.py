@@ -88,8 +88,8 @@ PUBLIC_AUTOTUNE_CONFIGS = [
 
 
 def config_space():
-    import itertools
-    return list(itertools.product(*(DOMAINS[p] for p in PARAMS)))
+    """All configs, as tuples in PARAMS order, in a fixed order (itertools.product)."""
+    return harness.config_space(PARAMS, DOMAINS)
 
 
 def public_in_space():
@@ -437,16 +437,10 @@ def main(argv=None):
     harness.add_run_arguments(ap, os.path.join(HERE, "gemm_shapes.csv"), DTYPES)
     ap.add_argument("--done-file", help="append the 'index:DTYPE' pairs this call timed to FILE (for --skip-done)")
     ap.add_argument("--smoke", action="store_true", help="measure a few configs on a few problems and exit")
-    ap.add_argument("--list-space", action="store_true", help="print the config space and exit (no GPU)")
     ap.add_argument("--stats", metavar="DB", help="print the summary statistics of a merged timing DB and exit")
-    ap.add_argument("--public-configs", action="store_true",
-                    help="print the public autotune list mapped into the space and exit (no GPU)")
+    harness.add_space_arguments(ap)
     args = ap.parse_args(argv)
-    if args.list_space:
-        harness.print_configs(config_space())
-        return 0
-    if args.public_configs:
-        harness.print_public_configs(PUBLIC_AUTOTUNE_SOURCE, PUBLIC_AUTOTUNE_CONFIGS, PARAMS, DOMAINS)
+    if harness.run_space_arguments(args, PARAMS, DOMAINS, PUBLIC_AUTOTUNE_SOURCE, PUBLIC_AUTOTUNE_CONFIGS):
         return 0
     if args.smoke:
         return smoke()

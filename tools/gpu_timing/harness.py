@@ -31,6 +31,7 @@ and its spec.
 Torch and Triton are imported lazily: --help works without a GPU.
 """
 import importlib
+import itertools
 import os
 import sqlite3
 import statistics
@@ -660,6 +661,27 @@ def public_in_space(configs, params, domains):
         elif cfg not in inside:
             inside.append(cfg)
     return inside, outside
+
+
+def config_space(params, domains):
+    """Every config, as tuples in params order, in a fixed order (itertools.product)."""
+    return list(itertools.product(*(domains[p] for p in params)))
+
+
+def add_space_arguments(ap):
+    """The options every kernel script answers without a GPU: --list-space, --public-configs."""
+    ap.add_argument("--list-space", action="store_true", help="print the config space and exit (no GPU)")
+    ap.add_argument("--public-configs", action="store_true",
+                    help="print the public autotune list mapped into the space and exit (no GPU)")
+
+
+def run_space_arguments(args, params, domains, public_source, public_configs):
+    """Answers add_space_arguments' options; True when one was given (the script then exits 0)."""
+    if args.list_space:
+        print_configs(config_space(params, domains))
+    elif args.public_configs:
+        print_public_configs(public_source, public_configs, params, domains)
+    return args.list_space or args.public_configs
 
 
 def print_public_configs(source, configs, params, domains):

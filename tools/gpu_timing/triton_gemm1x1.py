@@ -33,7 +33,6 @@ Also the library the benchmark server (bench_server.py) imports: Problem, Bench,
 Triton and torch are imported lazily: --help works without a GPU.
 """
 import argparse
-import itertools
 import os
 import sys
 import time
@@ -83,7 +82,7 @@ PUBLIC_AUTOTUNE_CONFIGS = [
 
 def config_space():
     """All configs, as tuples in PARAMS order, in a fixed order (itertools.product)."""
-    return list(itertools.product(*(DOMAINS[p] for p in PARAMS)))
+    return harness.config_space(PARAMS, DOMAINS)
 
 
 def public_in_space():
@@ -378,15 +377,9 @@ def run_exhaustive(args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     harness.add_run_arguments(ap, os.path.join(HERE, "shapes.csv"), DTYPES)
-    ap.add_argument("--list-space", action="store_true", help="print the config space and exit (no GPU)")
-    ap.add_argument("--public-configs", action="store_true",
-                    help="print the public autotune list mapped into the space and exit (no GPU)")
+    harness.add_space_arguments(ap)
     args = ap.parse_args(argv)
-    if args.list_space:
-        harness.print_configs(config_space())
-        return 0
-    if args.public_configs:
-        harness.print_public_configs(PUBLIC_AUTOTUNE_SOURCE, PUBLIC_AUTOTUNE_CONFIGS, PARAMS, DOMAINS)
+    if harness.run_space_arguments(args, PARAMS, DOMAINS, PUBLIC_AUTOTUNE_SOURCE, PUBLIC_AUTOTUNE_CONFIGS):
         return 0
     harness.check_run_arguments(ap, args)
     return run_exhaustive(args)
