@@ -70,13 +70,16 @@ def import_kernel_tuner(kt_path, constraint_path):
 class Peers:
     """Kernel Tuner's simulation mode over one cache, set up once and run many times."""
 
-    def __init__(self, kt, space, fresh=False):
+    def __init__(self, kt, space, fresh=False, reverse_values=False):
         self.kt, self.fresh = kt, fresh
         self.interface, self.util, SimulationRunner, Searchspace = kt
         self.SimulationRunner = SimulationRunner
         data = space.raw
         keys = data["tune_params_keys"]
-        self.tune_params = {k: list(data["tune_params"][k]) for k in keys}
+        # reverse_values: the same space written with every value list the other way round (the
+        # cache is keyed by values, so the times are the same); a strategy that depends on the
+        # order Kernel Tuner enumerates the space in reads differently.
+        self.tune_params = {k: list(data["tune_params"][k])[::-1 if reverse_values else 1] for k in keys}
         self.restrictions = list(space.restrictions)
         # failed configs as Kernel Tuner's read_cache marks them (an ErrorConfig under "__error__")
         errors = {n: getattr(self.util, n)() for n in
@@ -181,7 +184,7 @@ def cmd_peers(args):
     out.setdefault("caches", {})
     for name, rel, spec in hub_spaces.select(args.caches):
         space = hub_spaces.load(args.hub, name, rel, spec)
-        peers = Peers(kt, space, args.fresh)
+        peers = Peers(kt, space, args.fresh, args.reverse_values)
         entry = out["caches"].setdefault(name, {"size": len(space.configs), "failed": space.n_failed,
                                                 "best_time": space.best, "strategies": {}})
         for strategy in strategies:
@@ -297,6 +300,9 @@ def main():
     a.add_argument("--seeds", type=int, default=20)
     a.add_argument("--budgets", default="10,20,50,100")
     a.add_argument("--fresh", action="store_true", help="a new Searchspace per run (slower; checks the reset)")
+    a.add_argument("--reverse-values", action="store_true",
+                   help="write every parameter's value list the other way round (the same space and times): "
+                        "measures how much a strategy depends on the order the space is enumerated in")
     a.add_argument("--out", default=os.path.join(HERE, "data", "model_free_search_peers.json"))
     s = sub.add_parser("spaces")
     s.add_argument("--hub", required=True)

@@ -14,6 +14,12 @@ becomes a kernel definition with tools/kt_definition.py; `tunecast eval-search D
 --strategies free_search --random-runs SEEDS` replays the search on the cache (speed = the cache's
 best time / the best found; a failed config costs one benchmark, a config the restrictions forbid
 is never proposed). A cell is won when tunecast's mean is at least the best Kernel Tuner strategy's.
+
+--peers-reversed FILE (the peers measured with `--reverse-values`: the same spaces, every value list
+written the other way round) adds a second verdict per cell, against each strategy's mean over both
+orders: the figure a user gets whichever way the space happens to be written (tunecast's search does
+not depend on it; Kernel Tuner's differential evolution does: its first population is evaluated in
+the order Kernel Tuner enumerates the space, largest values first).
 """
 import argparse
 import json
@@ -32,8 +38,13 @@ def main():
     ap.add_argument("--hub", required=True, help="a benchmark_hub checkout (its cachefiles/)")
     ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--caches", default="", help="only the caches whose name contains one of these comma-separated substrings")
     ap.add_argument("--spaces", default=os.path.join(HERE, "data", "hub_spaces.json"))
     ap.add_argument("--peers", default=os.path.join(HERE, "data", "model_free_search_peers.json"))
+    ap.add_argument("--peers-reversed", help="the peers measured with --reverse-values (adds the order-averaged verdict)")
+    ap.add_argument("--reverse-values", action="store_true",
+                    help="tunecast on the spaces with every value list written the other way round (the same "
+                         "configs and times): checks that its figures do not depend on the order")
     ap.add_argument("--out", default=os.path.join(HERE, "data", "model_free_tunecast.json"))
     ap.add_argument("--plot", help="a PNG of the mean speed over caches per budget")
     ap.add_argument("--prior", choices=["none", "other-gpus"], default="none",
@@ -44,12 +55,18 @@ def main():
         sys.exit(f"{args.tunecast}: not an executable (build it: cmake --build build)")
     spaces = json.load(open(args.spaces))["caches"]
     peers = json.load(open(args.peers))["caches"]
+    reversed_peers = json.load(open(args.peers_reversed))["caches"] if args.peers_reversed else None
     results, counts = {}, {"won": 0, "within_0.02": 0, "lost": 0, "below_random": 0}
+    counts_both = dict(counts)
     with tempfile.TemporaryDirectory() as work:
+        keys = [k for k in args.caches.split(",") if k]
         for name, space in spaces.items():
+            if keys and not any(k in name for k in keys):
+                continue
             stem = os.path.join(work, name.replace("/", "_"))
             with open(stem + ".json", "w") as f:
-                json.dump({"kernel": name.split("/")[0], "tune_params": space["tune_params"],
+                tune_params = {k: v[::-1] if args.reverse_values else v for k, v in space["tune_params"].items()}
+                json.dump({"kernel": name.split("/")[0], "tune_params": tune_params,
                            "restrictions": space["restrictions"]}, f)
             subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kt_definition.py"), stem + ".json",
                             "-o", stem + ".tcr"], check=True, capture_output=True)
@@ -77,6 +94,16 @@ def main():
                 row[b] = {"tunecast": round(ours, 4), "best_peer": best, "best_peer_strategy": best_name,
                           "random": rnd, "verdict": verdict,
                           "overhead_us_per_benchmark": round(cells[b].get("overhead_us_per_benchmark", 0.0), 1)}
+                if reversed_peers:
+                    flipped = reversed_peers[name]["strategies"]
+                    both = {k: round((v[b] + flipped[k][b]) / 2, 4) for k, v in strategies.items() if k in flipped}
+                    best_name2, best2 = max(((k, v) for k, v in both.items() if k != "random_sample"), key=lambda kv: kv[1])
+                    rnd2 = both["random_sample"]
+                    verdict2 = "won" if ours >= best2 else "within_0.02" if ours >= best2 - 0.02 else "lost"
+                    counts_both[verdict2] += 1
+                    counts_both["below_random"] += ours < rnd2
+                    row[b].update({"best_peer_both_orders": best2, "best_peer_both_orders_strategy": best_name2,
+                                   "random_both_orders": rnd2, "verdict_both_orders": verdict2})
             results[name] = row
             print(f"{name:28s}" + "  ".join(f"{row[b]['tunecast']:.3f}/{row[b]['best_peer']:.3f}/"
                                              f"{row[b]['random']:.3f}{'W' if row[b]['verdict'] == 'won' else '~' if row[b]['verdict'] == 'within_0.02' else 'L'}"
@@ -84,15 +111,24 @@ def main():
     means = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4) for k in ("tunecast", "best_peer", "random")}
              for b in BUDGETS}
     out = {"about": {"seeds": args.seeds, "budgets": [int(b) for b in BUDGETS], "caches": len(results),
-                     "prior": args.prior,
+                     "prior": args.prior, "reverse_values": args.reverse_values,
                      "command": "research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub HUB"
-                                + (f" --prior {args.prior}" if args.prior != "none" else "")},
+                                + (f" --prior {args.prior}" if args.prior != "none" else "")
+                                + (f" --seeds {args.seeds}" if args.seeds != 20 else "")
+                                + (" --reverse-values" if args.reverse_values else "")
+                                + (" --peers-reversed " + os.path.relpath(args.peers_reversed, ROOT) if args.peers_reversed else "")},
            "counts": counts, "means": means, "caches": results}
+    if reversed_peers:
+        out["counts_both_orders"] = counts_both
+        out["means_both_orders"] = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4)
+                                        for k in ("best_peer_both_orders", "random_both_orders")} for b in BUDGETS}
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
     os.replace(tmp, args.out)
     print(json.dumps(counts), json.dumps(means))
+    if reversed_peers:
+        print("against both orders:", json.dumps(counts_both), json.dumps(out["means_both_orders"]))
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -103,13 +139,20 @@ def main():
                                   ("best_peer", "best Kernel Tuner strategy of each cell", "s--"),
                                   ("random", "random sampling (Kernel Tuner)", "^:")):
             ax.plot(xs, [means[b][key] for b in BUDGETS], style, label=label)
+        if reversed_peers:
+            ax.plot(xs, [out["means_both_orders"][b]["best_peer_both_orders"] for b in BUDGETS], "s-.",
+                    label="best Kernel Tuner strategy, mean of both value orders")
         ax.set_xscale("log")
         ax.set_xticks(xs)
         ax.set_xticklabels(BUDGETS)
         ax.set_xlabel("benchmarks")
         ax.set_ylabel(f"mean speed over {len(results)} hub caches")
-        ax.set_title(f"Model-free search, {args.seeds} seeds; cells won {counts['won']}, "
-                     f"within 0.02 {counts['within_0.02']}, lost {counts['lost']}", fontsize=9)
+        title = (f"Model-free search, {args.seeds} seeds; cells won {counts['won']}, "
+                 f"within 0.02 {counts['within_0.02']}, lost {counts['lost']}")
+        if reversed_peers:
+            title += (f"\nagainst both value orders: won {counts_both['won']}, within 0.02 "
+                      f"{counts_both['within_0.02']}, lost {counts_both['lost']}")
+        ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()
