@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Analysis of the live runs (out/live/REPORT.md): part A (fleet scaling, speeds vs the exhaustive
+"""Analysis of the live runs (timings/live_h100x4_2026-11-27/README.md): part A (fleet scaling, speeds vs the exhaustive
 timing DB, kill test) and part B (live vs replay twin of the model-free tuning of train problems).
    /usr/bin/python3 out/live/analyze.py  -> out/live/analysis.json and printed tables"""
 import json, math, os, sqlite3, subprocess, collections

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Live fleet runs (issue 33) and the live learning-loop run (issue 32 item 6) for out/live/REPORT.md.
+# Live fleet runs (issue 33) and the live learning-loop run (issue 32 item 6) for timings/live_h100x4_2026-11-27/README.md.
 #   out/live/fleet.sh STEP...   with T (tunecast), M (TritonGemm1x1.tcm), D (results folder),
 #   BENCH (the benchmark command, default python3 tools/gpu_timing/bench_server.py) in the environment.
 # Steps: info | go NAME WORKERS GPU_BASE "SERVER_ARGS" [LIST] | kill NAME GPU_BASE | partb GPU
