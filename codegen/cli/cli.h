@@ -141,6 +141,8 @@ Status import_kernel_tuner_file(const Model& model, const std::string& path, con
 // recordings of the same kernel on other GPUs or problems (comma-separated timing DBs or Kernel
 // Tuner files, codegen::rank_recorded_configs), in the model's parameter order.
 Status read_prior_configs(const Model& model, const std::string& paths, size_t limit, std::vector<std::vector<int64_t>>* out);
+// How many of them tune and eval-search hand to the search (it measures at most 64 first configs).
+constexpr size_t kPriorConfigs = 64;
 
 int cmd_inspect(const std::vector<std::string>& args);
 int cmd_import_keras(const std::vector<std::string>& args);

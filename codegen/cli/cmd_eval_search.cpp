@@ -296,7 +296,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   }
 
   if (args.has("prior")) {
-    status = read_prior_configs(model, args.get("prior"), 64, &options.prior_configs);
+    status = read_prior_configs(model, args.get("prior"), kPriorConfigs, &options.prior_configs);
     if (!status) return fail(status);
   }
 

@@ -297,7 +297,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
     if (!status) return usage_error("tune", status.message());
     if (args.has("prior")) {
       std::vector<std::vector<int64_t>> prior;
-      status = read_prior_configs(loaded.model, args.get("prior"), 64, &prior);
+      status = read_prior_configs(loaded.model, args.get("prior"), kPriorConfigs, &prior);
       if (!status) return fail(status);
       for (const std::vector<int64_t>& config : prior) prior_configs.insert(prior_configs.end(), config.begin(), config.end());
       options.first_configs = prior_configs.data();
