@@ -14,6 +14,9 @@ becomes a kernel definition with tools/kt_definition.py; `tunecast eval-search D
 --strategies free_search --random-runs SEEDS` replays the search on the cache (speed = the cache's
 best time / the best found; a failed config costs one benchmark, a config the restrictions forbid
 is never proposed). A cell is won when tunecast's mean is at least the best Kernel Tuner strategy's.
+Random search is also given calculated, as the hub's autotuning methodology does (hub_spaces.
+expected_random_speed: the exact mean of B draws without replacement, failures included, where
+Kernel Tuner's random sampling over the seeds reads within its noise, up to 0.04 off at budget 10).
 
 --peers-reversed FILE (the peers measured with `--reverse-values`: the same spaces, every value list
 written the other way round) adds a second verdict per cell, against each strategy's mean over both
@@ -28,6 +31,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hub_spaces  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BUDGETS = ["10", "20", "50", "100"]
@@ -38,6 +44,7 @@ def main():
     ap.add_argument("--hub", required=True, help="a benchmark_hub checkout (its cachefiles/)")
     ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated, each one the peers measured")
     ap.add_argument("--caches", default="", help="only the caches whose name contains one of these comma-separated substrings")
     ap.add_argument("--spaces", default=os.path.join(HERE, "data", "hub_spaces.json"))
     ap.add_argument("--peers", default=os.path.join(HERE, "data", "model_free_search_peers.json"))
@@ -51,12 +58,15 @@ def main():
                     help="other-gpus: each cache's search starts from the best configs of the same kernel's "
                          "caches on the other GPUs (tune --prior; leave one GPU out); none: nothing known")
     args = ap.parse_args()
+    budgets = [b for b in args.budgets.split(",") if b]
+    if not budgets or any(b not in BUDGETS for b in budgets):
+        sys.exit(f"--budgets {args.budgets!r}: choose among {','.join(BUDGETS)} (the peers' budgets)")
     if not os.access(args.tunecast, os.X_OK):
         sys.exit(f"{args.tunecast}: not an executable (build it: cmake --build build)")
     spaces = json.load(open(args.spaces))["caches"]
     peers = json.load(open(args.peers))["caches"]
     reversed_peers = json.load(open(args.peers_reversed))["caches"] if args.peers_reversed else None
-    results, counts = {}, {"won": 0, "within_0.02": 0, "lost": 0, "below_random": 0}
+    results, counts = {}, {"won": 0, "within_0.02": 0, "lost": 0, "below_random": 0, "below_random_calculated": 0}
     counts_both = dict(counts)
     with tempfile.TemporaryDirectory() as work:
         keys = [k for k in args.caches.split(",") if k]
@@ -76,14 +86,15 @@ def main():
                           if n.split("/")[0] == name.split("/")[0] and n != name]
                 prior = ["--prior", ",".join(others)]
             r = subprocess.run([args.tunecast, "eval-search", stem + ".tcr", "--timings",
-                                os.path.join(args.hub, space["cache"]), "--budgets", ",".join(BUDGETS),
+                                os.path.join(args.hub, space["cache"]), "--budgets", ",".join(budgets),
                                 "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"] + prior,
                                capture_output=True, text=True)
             if r.returncode:
                 sys.exit(f"{name}: {r.stderr.strip()}")
             cells = json.loads(r.stdout)["strategies"]["free_search"]
+            times = hub_spaces.load(args.hub, name, space["cache"], space).times
             row = {}
-            for b in BUDGETS:
+            for b in budgets:
                 strategies = peers[name]["strategies"]
                 best_name, best = max(((k, v[b]) for k, v in strategies.items() if k != "random_sample"),
                                       key=lambda kv: kv[1])
@@ -91,8 +102,10 @@ def main():
                 verdict = "won" if ours >= best else "within_0.02" if ours >= best - 0.02 else "lost"
                 counts[verdict] += 1
                 counts["below_random"] += ours < rnd
+                calculated = round(hub_spaces.expected_random_speed(times, int(b)), 4)
+                counts["below_random_calculated"] += ours < calculated
                 row[b] = {"tunecast": round(ours, 4), "best_peer": best, "best_peer_strategy": best_name,
-                          "random": rnd, "verdict": verdict,
+                          "random": rnd, "random_calculated": calculated, "verdict": verdict,
                           "overhead_us_per_benchmark": round(cells[b].get("overhead_us_per_benchmark", 0.0), 1)}
                 if reversed_peers:
                     flipped = reversed_peers[name]["strategies"]
@@ -102,26 +115,28 @@ def main():
                     verdict2 = "won" if ours >= best2 else "within_0.02" if ours >= best2 - 0.02 else "lost"
                     counts_both[verdict2] += 1
                     counts_both["below_random"] += ours < rnd2
+                    counts_both["below_random_calculated"] += ours < calculated
                     row[b].update({"best_peer_both_orders": best2, "best_peer_both_orders_strategy": best_name2,
                                    "random_both_orders": rnd2, "verdict_both_orders": verdict2})
             results[name] = row
             print(f"{name:28s}" + "  ".join(f"{row[b]['tunecast']:.3f}/{row[b]['best_peer']:.3f}/"
                                              f"{row[b]['random']:.3f}{'W' if row[b]['verdict'] == 'won' else '~' if row[b]['verdict'] == 'within_0.02' else 'L'}"
-                                             for b in BUDGETS), flush=True)
-    means = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4) for k in ("tunecast", "best_peer", "random")}
-             for b in BUDGETS}
-    out = {"about": {"seeds": args.seeds, "budgets": [int(b) for b in BUDGETS], "caches": len(results),
+                                             for b in budgets), flush=True)
+    means = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4) for k in ("tunecast", "best_peer", "random", "random_calculated")}
+             for b in budgets}
+    out = {"about": {"seeds": args.seeds, "budgets": [int(b) for b in budgets], "caches": len(results),
                      "prior": args.prior, "reverse_values": args.reverse_values,
                      "command": "research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub HUB"
                                 + (f" --prior {args.prior}" if args.prior != "none" else "")
                                 + (f" --seeds {args.seeds}" if args.seeds != 20 else "")
+                                + (f" --budgets {args.budgets}" if budgets != BUDGETS else "")
                                 + (" --reverse-values" if args.reverse_values else "")
                                 + (" --peers-reversed " + os.path.relpath(args.peers_reversed, ROOT) if args.peers_reversed else "")},
            "counts": counts, "means": means, "caches": results}
     if reversed_peers:
         out["counts_both_orders"] = counts_both
         out["means_both_orders"] = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4)
-                                        for k in ("best_peer_both_orders", "random_both_orders")} for b in BUDGETS}
+                                        for k in ("best_peer_both_orders", "random_both_orders")} for b in budgets}
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
@@ -133,18 +148,19 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        xs = [int(b) for b in BUDGETS]
+        xs = [int(b) for b in budgets]
         fig, ax = plt.subplots(figsize=(6, 4))
         for key, label, style in (("tunecast", "tunecast (model-free)", "o-"),
                                   ("best_peer", "best Kernel Tuner strategy of each cell", "s--"),
-                                  ("random", "random sampling (Kernel Tuner)", "^:")):
-            ax.plot(xs, [means[b][key] for b in BUDGETS], style, label=label)
+                                  ("random", "random sampling (Kernel Tuner)", "^:"),
+                                  ("random_calculated", "random search, calculated (exact mean)", "v:")):
+            ax.plot(xs, [means[b][key] for b in budgets], style, label=label)
         if reversed_peers:
-            ax.plot(xs, [out["means_both_orders"][b]["best_peer_both_orders"] for b in BUDGETS], "s-.",
+            ax.plot(xs, [out["means_both_orders"][b]["best_peer_both_orders"] for b in budgets], "s-.",
                     label="best Kernel Tuner strategy, mean of both value orders")
         ax.set_xscale("log")
         ax.set_xticks(xs)
-        ax.set_xticklabels(BUDGETS)
+        ax.set_xticklabels(budgets)
         ax.set_xlabel("benchmarks")
         ax.set_ylabel(f"mean speed over {len(results)} hub caches")
         title = (f"Model-free search, {args.seeds} seeds; cells won {counts['won']}, "

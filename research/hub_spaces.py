@@ -136,6 +136,23 @@ def restriction_ok(restrictions, config):
     return all(eval(r, {"__builtins__": {}}, dict(config)) for r in restrictions)
 
 
+def expected_random_speed(times, budget):
+    """The mean speed (best time / best found) of `budget` configs drawn uniformly without replacement
+    from `times` (a failed config, inf, is speed 0): the autotuning methodology's calculated random
+    search baseline, exact where a mean over seeds of random sampling is noisy. With the speeds
+    sorted ascending, the best of the draws is the i-th with probability C(i, B-1) / C(n, B)."""
+    best = min(times)
+    speeds = sorted(best / t if t != math.inf else 0.0 for t in times)
+    n = len(speeds)
+    budget = min(budget, n)
+    log_total = math.lgamma(n + 1) - math.lgamma(budget + 1) - math.lgamma(n - budget + 1)
+    expected = 0.0
+    for i in range(budget - 1, n):
+        log_ways = math.lgamma(i + 1) - math.lgamma(budget) - math.lgamma(i - budget + 2)
+        expected += speeds[i] * math.exp(log_ways - log_total)
+    return expected
+
+
 def load(hub, name, rel, spec):
     """The cache as a Space: every config of the kernel script's space that passes its restrictions,
     as value positions, with its time (inf for a config that failed: compile, runtime or

@@ -173,10 +173,11 @@ inline int default_explore(int beam_width, int budget) {
 }
 
 // The model-free search's default start: configs of the space-filling start before the surrogate
-// proposes (docs/search.md, "Without a predictor"): 0.3 of the budget, at least 3, at most the budget.
+// proposes (docs/search.md, "Without a predictor"): 0.3 of the budget, at least 4 (a process fitted
+// to 3 points in 5-10 dimensions proposed no better than random draws at budget 10), at most the budget.
 inline int default_free_start(int budget) {
   const long long share = (static_cast<long long>(budget) * 3 + 5) / 10;
-  const long long n = share < 3 ? 3 : share;
+  const long long n = share < 4 ? 4 : share;
   return static_cast<int>(n < budget ? n : budget);
 }
 
