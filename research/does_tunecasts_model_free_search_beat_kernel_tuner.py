@@ -31,11 +31,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hub_spaces  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import hub_spaces  # noqa: E402
 BUDGETS = ["10", "20", "50", "100"]
 
 

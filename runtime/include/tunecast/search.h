@@ -173,8 +173,8 @@ inline int default_explore(int beam_width, int budget) {
 }
 
 // The model-free search's default start: configs of the space-filling start before the surrogate
-// proposes (docs/search.md, "Without a predictor"): 0.3 of the budget, at least 4 (a process fitted
-// to 3 points in 5-10 dimensions proposed no better than random draws at budget 10), at most the budget.
+// proposes (docs/search.md, "Without a predictor"): 0.3 of the budget, at least 4 (from 3, budget 10
+// read exactly random search on convolution_milo MI250X: docs/search.md), at most the budget.
 inline int default_free_start(int budget) {
   const long long share = (static_cast<long long>(budget) * 3 + 5) / 10;
   const long long n = share < 4 ? 4 : share;
