@@ -63,7 +63,8 @@ def main():
     if not os.access(args.tunecast, os.X_OK):
         sys.exit(f"{args.tunecast}: not an executable (build it: cmake --build build)")
     spaces = json.load(open(args.spaces))["caches"]
-    peers = json.load(open(args.peers))["caches"]
+    peers_file = json.load(open(args.peers))
+    peers = peers_file["caches"]
     reversed_peers = json.load(open(args.peers_reversed))["caches"] if args.peers_reversed else None
     results, counts = {}, {"won": 0, "within_0.02": 0, "lost": 0, "below_random": 0, "below_random_calculated": 0}
     counts_both = dict(counts)
@@ -162,7 +163,8 @@ def main():
         ax.set_xticklabels(budgets)
         ax.set_xlabel("benchmarks")
         ax.set_ylabel(f"mean speed over {len(results)} hub caches")
-        title = (f"Model-free search, {args.seeds} seeds; cells won {counts['won']}, "
+        peer_seeds = peers_file.get("about", {}).get("seeds", "?")
+        title = (f"Model-free search, {args.seeds} seeds (Kernel Tuner {peer_seeds}); cells won {counts['won']}, "
                  f"within 0.02 {counts['within_0.02']}, lost {counts['lost']}")
         if reversed_peers:
             title += (f"\nagainst both value orders: won {counts_both['won']}, within 0.02 "
