@@ -38,6 +38,11 @@ import hub_spaces  # noqa: E402
 BUDGETS = ["10", "20", "50", "100"]
 
 
+def verdict(ours, best):
+    """The issue's reading of a cell: at or above the best strategy, within 0.02 of it, or below."""
+    return "won" if ours >= best else "within_0.02" if ours >= best - 0.02 else "lost"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hub", required=True, help="a benchmark_hub checkout (its cachefiles/)")
@@ -99,25 +104,25 @@ def main():
                 best_name, best = max(((k, v[b]) for k, v in strategies.items() if k != "random_sample"),
                                       key=lambda kv: kv[1])
                 ours, rnd = cells[b]["geomean_speed"], strategies["random_sample"][b]
-                verdict = "won" if ours >= best else "within_0.02" if ours >= best - 0.02 else "lost"
-                counts[verdict] += 1
+                cell = verdict(ours, best)
+                counts[cell] += 1
                 counts["below_random"] += ours < rnd
                 calculated = round(hub_spaces.expected_random_speed(times, int(b)), 4)
                 counts["below_random_calculated"] += ours < calculated
                 row[b] = {"tunecast": round(ours, 4), "best_peer": best, "best_peer_strategy": best_name,
-                          "random": rnd, "random_calculated": calculated, "verdict": verdict,
+                          "random": rnd, "random_calculated": calculated, "verdict": cell,
                           "overhead_us_per_benchmark": round(cells[b].get("overhead_us_per_benchmark", 0.0), 1)}
                 if reversed_peers:
                     flipped = reversed_peers[name]["strategies"]
                     both = {k: round((v[b] + flipped[k][b]) / 2, 4) for k, v in strategies.items() if k in flipped}
                     best_name2, best2 = max(((k, v) for k, v in both.items() if k != "random_sample"), key=lambda kv: kv[1])
                     rnd2 = both["random_sample"]
-                    verdict2 = "won" if ours >= best2 else "within_0.02" if ours >= best2 - 0.02 else "lost"
-                    counts_both[verdict2] += 1
+                    cell2 = verdict(ours, best2)
+                    counts_both[cell2] += 1
                     counts_both["below_random"] += ours < rnd2
                     counts_both["below_random_calculated"] += ours < calculated
                     row[b].update({"best_peer_both_orders": best2, "best_peer_both_orders_strategy": best_name2,
-                                   "random_both_orders": rnd2, "verdict_both_orders": verdict2})
+                                   "random_both_orders": rnd2, "verdict_both_orders": cell2})
             results[name] = row
             print(f"{name:28s}" + "  ".join(f"{row[b]['tunecast']:.3f}/{row[b]['best_peer']:.3f}/"
                                              f"{row[b]['random']:.3f}{'W' if row[b]['verdict'] == 'won' else '~' if row[b]['verdict'] == 'within_0.02' else 'L'}"
