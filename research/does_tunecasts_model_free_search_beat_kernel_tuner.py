@@ -7,7 +7,7 @@ prototypes of research/model_free_candidates.py chose its recipe).
 
   research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub /work/ext/benchmark_hub \\
       [--tunecast build/codegen/tunecast] [--seeds 20] [--out research/data/model_free_tunecast.json] \\
-      [--plot docs/model_free_search.png]
+      [--plot docs/model_free_search.png] [--jobs 2]
 
 Each cache's space (the hub script's tune_params and restrictions, research/data/hub_spaces.json)
 becomes a kernel definition with tools/kt_definition.py; `tunecast eval-search DEF --timings CACHE
@@ -30,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--hub", required=True, help="a benchmark_hub checkout (its cachefiles/)")
     ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=1, help="caches replayed at once (one CPU core each)")
     ap.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated, each one the peers measured")
     ap.add_argument("--caches", default="", help="only the caches whose name contains one of these comma-separated substrings")
     ap.add_argument("--spaces", default=os.path.join(HERE, "data", "hub_spaces.json"))
@@ -73,30 +75,34 @@ def main():
     reversed_peers = json.load(open(args.peers_reversed))["caches"] if args.peers_reversed else None
     results, counts = {}, {"won": 0, "within_0.02": 0, "lost": 0, "below_random": 0, "below_random_calculated": 0}
     counts_both = dict(counts)
-    with tempfile.TemporaryDirectory() as work:
-        keys = [k for k in args.caches.split(",") if k]
-        for name, space in spaces.items():
-            if keys and not any(k in name for k in keys):
-                continue
-            stem = os.path.join(work, name.replace("/", "_"))
-            with open(stem + ".json", "w") as f:
-                tune_params = {k: v[::-1] if args.reverse_values else v for k, v in space["tune_params"].items()}
-                json.dump({"kernel": name.split("/")[0], "tune_params": tune_params,
-                           "restrictions": space["restrictions"]}, f)
-            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kt_definition.py"), stem + ".json",
-                            "-o", stem + ".tcr"], check=True, capture_output=True)
-            prior = []
-            if args.prior == "other-gpus":
-                others = [os.path.join(args.hub, s["cache"]) for n, s in spaces.items()
-                          if n.split("/")[0] == name.split("/")[0] and n != name]
-                prior = ["--prior", ",".join(others)]
-            r = subprocess.run([args.tunecast, "eval-search", stem + ".tcr", "--timings",
-                                os.path.join(args.hub, space["cache"]), "--budgets", ",".join(budgets),
-                                "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"] + prior,
-                               capture_output=True, text=True)
-            if r.returncode:
-                sys.exit(f"{name}: {r.stderr.strip()}")
-            cells = json.loads(r.stdout)["strategies"]["free_search"]
+    keys = [k for k in args.caches.split(",") if k]
+    chosen = [(name, space) for name, space in spaces.items() if not keys or any(k in name for k in keys)]
+
+    def replay(work, name, space):
+        """tunecast's free_search cells of one cache (eval-search's JSON)."""
+        stem = os.path.join(work, name.replace("/", "_"))
+        with open(stem + ".json", "w") as f:
+            tune_params = {k: v[::-1] if args.reverse_values else v for k, v in space["tune_params"].items()}
+            json.dump({"kernel": name.split("/")[0], "tune_params": tune_params,
+                       "restrictions": space["restrictions"]}, f)
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kt_definition.py"), stem + ".json",
+                        "-o", stem + ".tcr"], check=True, capture_output=True)
+        prior = []
+        if args.prior == "other-gpus":
+            others = [os.path.join(args.hub, s["cache"]) for n, s in spaces.items()
+                      if n.split("/")[0] == name.split("/")[0] and n != name]
+            prior = ["--prior", ",".join(others)]
+        r = subprocess.run([args.tunecast, "eval-search", stem + ".tcr", "--timings",
+                            os.path.join(args.hub, space["cache"]), "--budgets", ",".join(budgets),
+                            "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"] + prior,
+                           capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"{name}: {r.stderr.strip()}")
+        return json.loads(r.stdout)["strategies"]["free_search"]
+
+    with tempfile.TemporaryDirectory() as work, ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        replays = pool.map(lambda item: replay(work, *item), chosen)  # in order, --jobs at a time
+        for (name, space), cells in zip(chosen, replays):
             times = hub_spaces.load(args.hub, name, space["cache"], space).times
             row = {}
             for b in budgets:

@@ -91,6 +91,10 @@ constexpr int kGpStartPool = 256;   // random valid configs the maximin start pi
 constexpr int kGpDraws = 256;       // random valid configs scored per proposal (plus the best ones' neighbours)
 constexpr int kGpLocal = 3;         // the best measured configs whose neighbours are scored
 constexpr double kGpLocalFrom = 0.4;  // share of the budget after which only the best config's neighbours are scored
+constexpr int kGpStall = 20;          // local benchmarks without a gain before a restart
+constexpr double kGpRegroup = 0.1;    // share of the budget in the global phase after a restart
+constexpr int kGpTabuRadius = 2;      // a restart's tabu region: configs within this many changed parameters
+constexpr int kGpMaxTabu = 8;         // restarts per search
 struct GpScratch {
   double* features = nullptr;       // [kGpMaxPoints][kMaxParameters]
   double* y = nullptr;              // [kGpMaxPoints]
@@ -197,6 +201,12 @@ class Engine {
       max_radius_ = std::max(max_radius_, 1);
     }
     max_moved_ = std::min(options_.max_moved, space_.count);
+    for (int p = 0; p < space_.count; ++p) {
+      if (space_.sizes[p] <= 2 || space_.values[p][0] <= 0) continue;  // two values, or an enum from 0
+      int powers = 0;
+      for (int v = 0; v < space_.sizes[p]; ++v) powers += power_of_two(space_.values[p][v]);
+      if (powers > 0 && powers < space_.sizes[p]) pow2_params_[pow2_count_++] = p;
+    }
   }
 
   // The values of config `index`.
@@ -317,7 +327,9 @@ class Engine {
   // process fitted to the measured log-times (docs/search.md, "Without a predictor").
   void run_surrogate(Rng* rng) {
     const int n0 = options_.explore > 0 ? std::min(options_.explore, options_.budget) : default_free_start(options_.budget);
-    maximin_start(n0 - first_configs(n0), rng);
+    const int prior = first_configs(n0);
+    restarts_ = prior == 0;  // a prior's region is where the search should stay
+    maximin_start(n0 - prior, rng);
     while (!stopped_) {
       if (!propose_by_improvement(rng) && explore_random(1, rng) == 0) return;  // nothing left to propose
     }
@@ -441,13 +453,19 @@ class Engine {
   }
 
   // -- the surrogate
-  int features_of(const uint16_t* index, double* f) const {
+  // The normalized position of every parameter with more than one value; with `powers`, then
+  // whether each size parameter's value is a power of two (pow2_params_).
+  int features_of(const uint16_t* index, double* f, bool powers) const {
     int d = 0;
     for (int p = 0; p < space_.count; ++p) {
       if (space_.sizes[p] > 1) f[d++] = static_cast<double>(index[p]) / (space_.sizes[p] - 1);
     }
+    for (int i = 0; powers && i < pow2_count_ && d < kMaxParameters; ++i) {
+      f[d++] = power_of_two(space_.values[pow2_params_[i]][index[pow2_params_[i]]]) ? 1.0 : 0.0;
+    }
     return d;
   }
+  static bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
   bool draw_valid(Rng* rng, uint16_t* index) {
     int64_t values[kMaxParameters];
@@ -502,10 +520,10 @@ class Engine {
       const uint16_t* pick = gp_.pool + static_cast<size_t>(k) * kMaxParameters;
       std::copy(pick, pick + space_.count, chosen + static_cast<size_t>(c) * kMaxParameters);
       double fk[kMaxParameters];
-      const int d = features_of(pick, fk);
+      const int d = features_of(pick, fk, false);
       for (int i = 0; i < pool; ++i) {
         double fi[kMaxParameters];
-        features_of(gp_.pool + static_cast<size_t>(i) * kMaxParameters, fi);
+        features_of(gp_.pool + static_cast<size_t>(i) * kMaxParameters, fi, false);
         double dist = 0.0;
         for (int j = 0; j < d; ++j) dist += (fi[j] - fk[j]) * (fi[j] - fk[j]);
         gp_.pool_distance[i] = std::min(gp_.pool_distance[i], dist);
@@ -561,7 +579,7 @@ class Engine {
   // Expected improvement (minimizing) of a config under the fitted process.
   double improvement(const uint16_t* index, int n, int d, const double* ls, double y_best) {
     double f[kMaxParameters];
-    features_of(index, f);
+    features_of(index, f, gp_powers_);
     double mu = 0.0;
     const double* L = gp_.chol;
     for (int i = 0; i < n; ++i) {
@@ -576,6 +594,36 @@ class Engine {
     const double sigma = std::sqrt(std::max(var, 1e-12));
     const double z = (y_best - mu) / sigma;
     return (y_best - mu) * 0.5 * std::erfc(-z / std::sqrt(2.0)) + sigma * std::exp(-0.5 * z * z) * 0.3989422804014327;  // 1/sqrt(2 pi)
+  }
+
+  // The length scales of largest marginal likelihood over the n fitted points: an isotropic grid,
+  // then (from 8 points) one sweep over the features (each x 0.33, x 3 or x 100). Returns the
+  // negative log likelihood, infinite when no trial could be fitted.
+  double fit_length_scales(int n, int d, double* best) {
+    double best_nll = std::numeric_limits<double>::infinity();
+    double nll = 0.0;
+    for (double g : {0.1, 0.2, 0.35, 0.6, 1.0}) {
+      double trial[kMaxParameters];
+      std::fill(trial, trial + d, g * std::sqrt(static_cast<double>(d)));
+      if (gp_fit(n, d, trial, &nll) && nll < best_nll) {
+        best_nll = nll;
+        std::copy(trial, trial + d, best);
+      }
+    }
+    if (!std::isfinite(best_nll) || n < 8) return best_nll;
+    for (int j = 0; j < d; ++j) {
+      const double base = best[j];
+      for (double m : {0.33, 3.0, 100.0}) {
+        double trial[kMaxParameters];
+        std::copy(best, best + d, trial);
+        trial[j] = std::min(base * m, 100.0);
+        if (gp_fit(n, d, trial, &nll) && nll < best_nll - 1e-9) {
+          best_nll = nll;
+          std::copy(trial, trial + d, best);
+        }
+      }
+    }
+    return best_nll;
   }
 
   // Fits the process to the best measured configs and proposes the unvisited valid config of
@@ -619,6 +667,7 @@ class Engine {
     // The kGpMaxPoints best (smallest y), kept sorted by insertion.
     int n = 0;
     int d = 0;
+    const uint16_t* points[kGpMaxPoints];  // their index vectors (the features are refilled when refitting)
     for (size_t slot = 0; slot < slots_; ++slot) {
       const Entry& e = table_[slot];
       if (e.state == kEmpty) continue;
@@ -628,13 +677,15 @@ class Engine {
       if (at >= kGpMaxPoints) continue;
       const int last = std::min(n, kGpMaxPoints - 1);
       for (int i = last; i > at; --i) {
+        points[i] = points[i - 1];
         gp_.y[i] = gp_.y[i - 1];
         std::copy(gp_.features + static_cast<size_t>(i - 1) * kMaxParameters,
                   gp_.features + static_cast<size_t>(i) * kMaxParameters,
                   gp_.features + static_cast<size_t>(i) * kMaxParameters);
       }
       gp_.y[at] = y;
-      d = features_of(e.index, gp_.features + static_cast<size_t>(at) * kMaxParameters);
+      points[at] = e.index;
+      d = features_of(e.index, gp_.features + static_cast<size_t>(at) * kMaxParameters, gp_powers_);
       n = std::min(n + 1, kGpMaxPoints);
     }
     if (d == 0) return false;  // a space of one config
@@ -644,35 +695,38 @@ class Engine {
     const double sd = var > 1e-18 ? std::sqrt(var) : 1.0;
     for (int i = 0; i < n; ++i) gp_.y[i] = (gp_.y[i] - mean) / sd;
 
-    // Length scales by marginal likelihood, refit every 5 benchmarks: an isotropic grid, then (from
-    // 8 points) one sweep over the parameters (each x 0.33, x 3 or x 100).
+    // Length scales by marginal likelihood, refit every 5 benchmarks. Where a size parameter mixes
+    // powers of two with other values (pow2_params_), the fit is made without and with their
+    // power-of-two features, and the likelier model is kept until the next refit: a block size of
+    // 48 can run a hundred times slower than 32 and 64 beside it, which no smooth function of the
+    // position learns (docs/search.md, "Without a predictor").
     double nll = 0.0;
     if (ls_points_ == 0 || measured - ls_points_ >= 5) {
       double best_nll = std::numeric_limits<double>::infinity();
       double best[kMaxParameters];
-      for (double g : {0.1, 0.2, 0.35, 0.6, 1.0}) {
-        double trial[kMaxParameters];
-        std::fill(trial, trial + d, g * std::sqrt(static_cast<double>(d)));
-        if (gp_fit(n, d, trial, &nll) && nll < best_nll) {
-          best_nll = nll;
-          std::copy(trial, trial + d, best);
+      int best_d = 0;
+      bool best_powers = false, filled_powers = gp_powers_;
+      for (const bool powers : {false, true}) {
+        if (powers && pow2_count_ == 0) break;
+        if (powers != filled_powers) {
+          for (int i = 0; i < n; ++i) d = features_of(points[i], gp_.features + static_cast<size_t>(i) * kMaxParameters, powers);
+          filled_powers = powers;
+        }
+        double scales[kMaxParameters];
+        const double fitted = fit_length_scales(n, d, scales);
+        if (fitted < best_nll) {
+          best_nll = fitted;
+          best_d = d;
+          best_powers = powers;
+          std::copy(scales, scales + d, best);
         }
       }
       if (!std::isfinite(best_nll)) return false;
-      if (n >= 8) {
-        for (int j = 0; j < d; ++j) {
-          const double base = best[j];
-          for (double m : {0.33, 3.0, 100.0}) {
-            double trial[kMaxParameters];
-            std::copy(best, best + d, trial);
-            trial[j] = std::min(base * m, 100.0);
-            if (gp_fit(n, d, trial, &nll) && nll < best_nll - 1e-9) {
-              best_nll = nll;
-              std::copy(trial, trial + d, best);
-            }
-          }
-        }
+      if (best_powers != filled_powers) {
+        for (int i = 0; i < n; ++i) features_of(points[i], gp_.features + static_cast<size_t>(i) * kMaxParameters, best_powers);
       }
+      gp_powers_ = best_powers;
+      d = best_d;
       std::copy(best, best + d, ls_);
       ls_points_ = measured;
     }
@@ -683,7 +737,7 @@ class Engine {
     uint16_t choice[kMaxParameters];
     double choice_ei = -1.0;
     auto consider = [&](const uint16_t* index) {
-      if (find(index) != nullptr) return;
+      if (find(index) != nullptr || in_tabu(index)) return;
       int64_t values[kMaxParameters];
       values_of(index, values);
       if (!validity_(values)) return;
@@ -699,22 +753,47 @@ class Engine {
         if (draw_valid(rng, index)) consider(index);
       }
     };
-    // Late in the budget, only the best config's neighbourhood (random draws when it is spent).
-    const bool local_phase = measured >= kGpLocalFrom * options_.budget;
+    // Late in the budget, only the best config's neighbourhood (random draws when it is spent),
+    // except for a regroup after a restart.
+    const int regroup = static_cast<int>(kGpRegroup * options_.budget);
+    bool local_phase = measured >= kGpLocalFrom * options_.budget && measured >= tabu_at_ + regroup;
     if (!local_phase) consider_draws();
-    // The local_count best configs that ran (smallest estimates, first found on ties).
-    const int local_count = local_phase ? 1 : kGpLocal;
+    // The local_count best configs that ran, outside the tabu regions (smallest estimates, first
+    // found on ties).
     const Entry* local[kGpLocal] = {};
     int locals = 0;
-    for (size_t slot = 0; slot < slots_; ++slot) {
-      const Entry& e = table_[slot];
-      if (e.state != kMeasured) continue;
-      int at = locals;
-      while (at > 0 && local[at - 1]->estimate > e.estimate) --at;
-      if (at >= local_count) continue;
-      for (int i = std::min(locals, local_count - 1); i > at; --i) local[i] = local[i - 1];
-      local[at] = &e;
-      locals = std::min(locals + 1, local_count);
+    auto pick_centres = [&](int local_count) {
+      locals = 0;
+      for (size_t slot = 0; slot < slots_; ++slot) {
+        const Entry& e = table_[slot];
+        if (e.state != kMeasured || in_tabu(e.index)) continue;
+        int at = locals;
+        while (at > 0 && local[at - 1]->estimate > e.estimate) --at;
+        if (at >= local_count) continue;
+        for (int i = std::min(locals, local_count - 1); i > at; --i) local[i] = local[i - 1];
+        local[at] = &e;
+        locals = std::min(locals + 1, local_count);
+      }
+      if (locals > 0 && local[0]->estimate < region_best_) {
+        region_best_ = local[0]->estimate;
+        region_best_at_ = measured;
+      }
+    };
+    pick_centres(local_phase ? 1 : kGpLocal);
+    // Restart: kGpStall local benchmarks without a gain and the best config's region becomes tabu
+    // (no config within kGpTabuRadius parameters of it is proposed again; the best found stays the
+    // result), and the global phase resumes for a regroup. A run that settled on a local optimum
+    // no change of one to three parameters improves (convolution_milo A100: read_only = 0, 0.68 of
+    // the optimum) gets out of it. Not after a prior: it bars the region the prior pointed to (gemm
+    // at budget 100 with the other GPUs' best configs: 1.000 without restarts, 0.950-0.968 with them).
+    if (restarts_ && local_phase && locals > 0 && measured - std::max(region_best_at_, tabu_at_ + regroup) >= kGpStall &&
+        tabu_count_ < kGpMaxTabu) {
+      std::copy(local[0]->index, local[0]->index + space_.count, tabu_[tabu_count_++]);
+      tabu_at_ = measured;
+      region_best_ = std::numeric_limits<double>::infinity();
+      local_phase = false;
+      consider_draws();
+      pick_centres(kGpLocal);
     }
     for (int l = 0; l < locals; ++l) {
       const uint16_t* center = local[l]->index;
@@ -892,6 +971,24 @@ class Engine {
   GpScratch gp_;
   double ls_[kMaxParameters] = {};
   int ls_points_ = 0;  // configs measured when the length scales were last fitted
+  bool gp_powers_ = false;  // whether the fitted model has the power-of-two features
+  bool restarts_ = true;  // off when a prior (SearchOptions::first_configs) started the search
+  // The restarts' tabu regions (centres), when the last began, and the best config outside them.
+  uint16_t tabu_[kGpMaxTabu][kMaxParameters] = {};
+  int tabu_count_ = 0;
+  int tabu_at_ = -kMaxSearchBudget;
+  double region_best_ = std::numeric_limits<double>::infinity();
+  int region_best_at_ = 0;
+  bool in_tabu(const uint16_t* index) const {
+    for (int t = 0; t < tabu_count_; ++t) {
+      int changed = 0;
+      for (int p = 0; p < space_.count; ++p) changed += index[p] != tabu_[t][p];
+      if (changed <= kGpTabuRadius) return true;
+    }
+    return false;
+  }
+  int pow2_params_[kMaxParameters] = {};  // the size parameters that mix powers of two with other values
+  int pow2_count_ = 0;
 };
 
 // The regions of a search from a model.
