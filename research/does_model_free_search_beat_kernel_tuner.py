@@ -13,6 +13,8 @@ It also writes every cache's space and restrictions (`spaces`) for the C++ side'
   research/does_model_free_search_beat_kernel_tuner.py spaces --hub /work/ext/benchmark_hub \\
       [--out research/data/hub_spaces.json]
   research/does_model_free_search_beat_kernel_tuner.py table research/data/model_free_search_peers.json
+`--held-out` (peers, spaces): the hub's caches that no choice of the recipe looked at instead
+(hub_spaces.HELD_OUT; research/data/*_held_out.json).
 
 Kernel Tuner is imported from the path given (a work tree of github.com/KernelTuner/kernel_tuner,
 1.4.0 at 96a6abc), never installed; its dependency python-constraint2 likewise from a work tree of
@@ -182,7 +184,7 @@ def cmd_peers(args):
         "seeds": args.seeds, "budgets": budgets,
         "command": "research/does_model_free_search_beat_kernel_tuner.py peers " + " ".join(sys.argv[2:])})
     out.setdefault("caches", {})
-    for name, rel, spec in hub_spaces.select(args.caches):
+    for name, rel, spec in hub_spaces.select(args.caches, args.held_out):
         space = hub_spaces.load(args.hub, name, rel, spec)
         peers = Peers(kt, space, args.fresh, args.reverse_values)
         entry = out["caches"].setdefault(name, {"size": len(space.configs), "failed": space.n_failed,
@@ -224,7 +226,7 @@ def cmd_spaces(args):
                     "parameter names, every one must hold) per cache, with the same restriction in tunecast's "
                     "rules language (docs/rules_language.md) where it converts mechanically; research/hub_spaces.py",
            "caches": {}}
-    for name, rel, spec in hub_spaces.select(args.caches):
+    for name, rel, spec in hub_spaces.select(args.caches, args.held_out):
         space = hub_spaces.load(args.hub, name, rel, spec)
         out["caches"][name] = {
             "cache": rel, "script": spec["script"], "tune_params": spec["tune_params"],
@@ -307,6 +309,9 @@ def main():
     s = sub.add_parser("spaces")
     s.add_argument("--hub", required=True)
     s.add_argument("--caches", default="")
+    for sp in (a, s):
+        sp.add_argument("--held-out", action="store_true",
+                        help="the hub's caches that no recipe choice looked at (hub_spaces.HELD_OUT) instead")
     s.add_argument("--out", default=os.path.join(HERE, "data", "hub_spaces.json"))
     t = sub.add_parser("table")
     t.add_argument("peers")

@@ -142,6 +142,9 @@ def main():
                                 + (f" --seeds {args.seeds}" if args.seeds != 20 else "")
                                 + (f" --budgets {args.budgets}" if budgets != BUDGETS else "")
                                 + (" --reverse-values" if args.reverse_values else "")
+                                + "".join(f" --{flag} {os.path.relpath(path, ROOT)}" for flag, path, default in
+                                          (("spaces", args.spaces, ap.get_default("spaces")),
+                                           ("peers", args.peers, ap.get_default("peers"))) if path != default)
                                 + (" --peers-reversed " + os.path.relpath(args.peers_reversed, ROOT) if args.peers_reversed else "")},
            "counts": counts, "means": means, "caches": results}
     if reversed_peers:
