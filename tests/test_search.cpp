@@ -461,6 +461,35 @@ TEST_CASE("search: model-free coordinate descent over a given space, with a vali
   }
 }
 
+namespace {
+
+// Parameter p of `space` takes `values`.
+template <size_t N>
+void set_values(SearchSpace* space, int p, const int64_t (&values)[N]) {
+  space->values[p] = values;
+  space->value_counts[p] = static_cast<int>(N);
+}
+
+// Of the model-free searches over `space` with seeds 0..19 at `budget`, how many found `optimum`.
+int seeds_finding(const SearchSpace& space, int budget, Benchmark benchmark, double optimum) {
+  int found = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SearchOptions options;
+    options.budget = budget;
+    options.seed = seed;
+    std::vector<unsigned char> scratch(tunecast::search_scratch_bytes(space, options));
+    SearchResult result;
+    REQUIRE(tunecast::search(space, nullptr, options, benchmark, scratch.data(), scratch.size(), nullptr, 0, &result)
+                .is_ok());
+    CHECK(result.benchmarks == budget);
+    CHECK(result.best_time >= optimum);
+    found += result.best_time == optimum;
+  }
+  return found;
+}
+
+}  // namespace
+
 TEST_CASE("search without a predictor: a block size that is fast only at powers of two is learnt (power-of-two features)") {
   // W6600's convolution in the benchmark hub: block_size_x 32, 64, 128, 256 run 100x faster than
   // 48, 80, 96, ... between them, which no smooth function of a value's position fits. Without the
@@ -471,16 +500,11 @@ TEST_CASE("search without a predictor: a block size that is fast only at powers 
   static const int64_t flag[] = {0, 1};
   SearchSpace space;
   space.parameter_count = 5;
-  space.values[0] = block_x;
-  space.value_counts[0] = 16;
-  space.values[1] = block_y;
-  space.value_counts[1] = 5;
-  space.values[2] = tile;
-  space.value_counts[2] = 4;
-  space.values[3] = tile;
-  space.value_counts[3] = 4;
-  space.values[4] = flag;
-  space.value_counts[4] = 2;
+  set_values(&space, 0, block_x);
+  set_values(&space, 1, block_y);
+  set_values(&space, 2, tile);
+  set_values(&space, 3, tile);
+  set_values(&space, 4, flag);
   auto time_of = [](const int64_t* v) {
     double t = 1.0 + 0.3 * std::fabs(std::log2(static_cast<double>(v[1])) - 1.0) + 0.25 * std::fabs(v[2] - 2.0) +
                0.25 * std::fabs(v[3] - 4.0) + 0.002 * std::fabs(v[0] - 128.0);
@@ -495,20 +519,7 @@ TEST_CASE("search without a predictor: a block size that is fast only at powers 
     *time = time_of(v);
     return BenchmarkStatus::kOk;
   };
-  int found = 0;
-  for (uint64_t seed = 0; seed < 20; ++seed) {
-    SearchOptions options;
-    options.budget = 40;  // of 1,280 configs
-    options.seed = seed;
-    std::vector<unsigned char> scratch(tunecast::search_scratch_bytes(space, options));
-    SearchResult result;
-    REQUIRE(tunecast::search(space, nullptr, options, Benchmark::from(bench), scratch.data(), scratch.size(), nullptr, 0,
-                             &result)
-                .is_ok());
-    CHECK(result.best_time >= optimum);
-    found += result.best_time == optimum;
-  }
-  CHECK(found >= 15);
+  CHECK(seeds_finding(space, 40, Benchmark::from(bench), optimum) >= 15);  // budget 40 of 1,280 configs
 }
 
 TEST_CASE("search without a predictor: a restart leaves a local optimum that no small change improves") {
@@ -520,12 +531,8 @@ TEST_CASE("search without a predictor: a restart leaves a local optimum that no 
   static const int64_t flag[] = {0, 1};
   SearchSpace space;
   space.parameter_count = 5;
-  for (int p = 0; p < 4; ++p) {
-    space.values[p] = level;
-    space.value_counts[p] = 8;
-  }
-  space.values[4] = flag;
-  space.value_counts[4] = 2;
+  for (int p = 0; p < 4; ++p) set_values(&space, p, level);
+  set_values(&space, 4, flag);
   auto bench = [](const int64_t* v, int, double* time) {
     double far = 0.0, near = 0.0;
     for (int p = 0; p < 4; ++p) {
@@ -535,18 +542,5 @@ TEST_CASE("search without a predictor: a restart leaves a local optimum that no 
     *time = v[4] == 0 ? 1.5 + 0.05 * near : 1.0 + 0.2 * far;
     return BenchmarkStatus::kOk;
   };
-  int found = 0;
-  for (uint64_t seed = 0; seed < 20; ++seed) {
-    SearchOptions options;
-    options.budget = 100;  // of 8,192 configs
-    options.seed = seed;
-    std::vector<unsigned char> scratch(tunecast::search_scratch_bytes(space, options));
-    SearchResult result;
-    REQUIRE(tunecast::search(space, nullptr, options, Benchmark::from(bench), scratch.data(), scratch.size(), nullptr, 0,
-                             &result)
-                .is_ok());
-    CHECK(result.benchmarks == 100);
-    found += result.best_time == 1.0;
-  }
-  CHECK(found >= 18);
+  CHECK(seeds_finding(space, 100, Benchmark::from(bench), 1.0) >= 18);  // budget 100 of 8,192 configs
 }
