@@ -704,7 +704,6 @@ class Engine {
     if (ls_points_ == 0 || measured - ls_points_ >= 5) {
       double best_nll = std::numeric_limits<double>::infinity();
       double best[kMaxParameters];
-      int best_d = 0;
       bool best_powers = false, filled_powers = gp_powers_;
       for (const bool powers : {false, true}) {
         if (powers && pow2_count_ == 0) break;
@@ -716,17 +715,15 @@ class Engine {
         const double fitted = fit_length_scales(n, d, scales);
         if (fitted < best_nll) {
           best_nll = fitted;
-          best_d = d;
           best_powers = powers;
           std::copy(scales, scales + d, best);
         }
       }
       if (!std::isfinite(best_nll)) return false;
-      if (best_powers != filled_powers) {
-        for (int i = 0; i < n; ++i) features_of(points[i], gp_.features + static_cast<size_t>(i) * kMaxParameters, best_powers);
+      if (best_powers != filled_powers) {  // the features of the likelier model, again
+        for (int i = 0; i < n; ++i) d = features_of(points[i], gp_.features + static_cast<size_t>(i) * kMaxParameters, best_powers);
       }
       gp_powers_ = best_powers;
-      d = best_d;
       std::copy(best, best + d, ls_);
       ls_points_ = measured;
     }
@@ -759,7 +756,7 @@ class Engine {
     bool local_phase = measured >= kGpLocalFrom * options_.budget && measured >= tabu_at_ + regroup;
     if (!local_phase) consider_draws();
     // The local_count best configs that ran, outside the tabu regions (smallest estimates, first
-    // found on ties).
+    // found on ties); when the best of them improves, the restart's stall count starts again.
     const Entry* local[kGpLocal] = {};
     int locals = 0;
     auto pick_centres = [&](int local_count) {
