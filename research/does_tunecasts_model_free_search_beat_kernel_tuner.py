@@ -49,6 +49,9 @@ def main():
     ap.add_argument("--hub", required=True, help="a benchmark_hub checkout (its cachefiles/)")
     ap.add_argument("--tunecast", default=os.path.join(ROOT, "build", "codegen", "tunecast"))
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="eval-search's --seed: another value gives runs on other seeds (a confirmation on fresh "
+                         "seeds: research/does_the_model_free_verdict_hold_on_fresh_seeds.py)")
     ap.add_argument("--jobs", type=int, default=1, help="caches replayed at once (one CPU core each)")
     ap.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated, each one the peers measured")
     ap.add_argument("--caches", default="", help="only the caches whose name contains one of these comma-separated substrings")
@@ -94,7 +97,8 @@ def main():
             prior = ["--prior", ",".join(others)]
         r = subprocess.run([args.tunecast, "eval-search", stem + ".tcr", "--timings",
                             os.path.join(args.hub, space["cache"]), "--budgets", ",".join(budgets),
-                            "--strategies", "free_search", "--random-runs", str(args.seeds), "--json"] + prior,
+                            "--strategies", "free_search", "--random-runs", str(args.seeds), "--seed", str(args.seed),
+                            "--json"] + prior,
                            capture_output=True, text=True)
         if r.returncode:
             sys.exit(f"{name}: {r.stderr.strip()}")
@@ -135,11 +139,12 @@ def main():
                                              for b in budgets), flush=True)
     means = {b: {k: round(sum(results[c][b][k] for c in results) / len(results), 4) for k in ("tunecast", "best_peer", "random", "random_calculated")}
              for b in budgets}
-    out = {"about": {"seeds": args.seeds, "budgets": [int(b) for b in budgets], "caches": len(results),
+    out = {"about": {"seeds": args.seeds, "seed": args.seed, "budgets": [int(b) for b in budgets], "caches": len(results),
                      "prior": args.prior, "reverse_values": args.reverse_values,
                      "command": "research/does_tunecasts_model_free_search_beat_kernel_tuner.py --hub HUB"
                                 + (f" --prior {args.prior}" if args.prior != "none" else "")
                                 + (f" --seeds {args.seeds}" if args.seeds != 20 else "")
+                                + (f" --seed {args.seed}" if args.seed else "")
                                 + (f" --budgets {args.budgets}" if budgets != BUDGETS else "")
                                 + (" --reverse-values" if args.reverse_values else "")
                                 + "".join(f" --{flag} {os.path.relpath(path, ROOT)}" for flag, path, default in
