@@ -37,23 +37,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import hub_spaces  # noqa: E402
 from does_model_free_search_beat_kernel_tuner import Peers, import_kernel_tuner, speed_at  # noqa: E402
-from does_tunecasts_model_free_search_beat_kernel_tuner import verdict  # noqa: E402
-
-BUDGETS = ["10", "20", "50", "100"]
+from does_tunecasts_model_free_search_beat_kernel_tuner import BUDGETS, leader, verdict  # noqa: E402
 
 
 def leaders(hub_order, reversed_order):
-    """{cache: {budget: (hub-order leader, both-orders leader)}} from the selection seeds."""
-    out = {}
-    for name, entry in hub_order.items():
-        hub, rev = entry["strategies"], reversed_order[name]["strategies"]
-        out[name] = {}
-        for b in BUDGETS:
-            peers = [k for k in hub if k != "random_sample" and k in rev]
-            by_hub = max(peers, key=lambda k: hub[k][b])
-            by_both = max(peers, key=lambda k: (hub[k][b] + rev[k][b]) / 2)
-            out[name][b] = (by_hub, by_both)
-    return out
+    """{cache: {budget: (hub-order leader, both-orders leader)}} from the selection seeds, picked as
+    the study picks them."""
+    return {name: {b: (leader(entry["strategies"], b)[0],
+                       leader(entry["strategies"], b, reversed_order[name]["strategies"])[0]) for b in BUDGETS}
+            for name, entry in hub_order.items()}
 
 
 def measure(job):
@@ -96,7 +88,8 @@ def main():
     if args.first_seed < selection_seeds:
         sys.exit(f"--first-seed {args.first_seed}: the peers files chose on seeds 0-{selection_seeds - 1}; "
                  f"fresh seeds start at {selection_seeds} or later")
-    lead = leaders(hub_order["caches"], json.load(open(args.peers_reversed))["caches"])
+    reversed_order = json.load(open(args.peers_reversed))
+    lead = leaders(hub_order["caches"], reversed_order["caches"])
     chosen = {name for name, _, _ in hub_spaces.select(args.caches)}
     lead = {name: cells for name, cells in lead.items() if name in chosen}
     tunecast = json.load(open(args.tunecast_fresh))
@@ -118,12 +111,13 @@ def main():
             out["caches"] = old["caches"]  # resume: these caches are done
     jobs = []
     for name, cells in lead.items():
-        if name in out["caches"]:
-            continue
         wanted = {}
         for b, (by_hub, by_both) in cells.items():
             for s in (by_hub, by_both):
                 wanted.setdefault(s, set()).add(b)
+        done = out["caches"].get(name, {}).get("fresh", {})
+        if all(b in done.get(s, {}) for s, budgets in wanted.items() for b in budgets):
+            continue  # resumed: measured by an earlier run on the same seeds
         jobs.append((args, name, wanted))
 
     def write():
@@ -140,7 +134,7 @@ def main():
             write()
 
     # The verdicts, cell by cell, on the fresh seeds.
-    sel_hub, sel_rev = hub_order["caches"], json.load(open(args.peers_reversed))["caches"]
+    sel_hub, sel_rev = hub_order["caches"], reversed_order["caches"]
     counts = {"hub": {"won": 0, "within_0.02": 0, "lost": 0}, "both_orders": {"won": 0, "within_0.02": 0, "lost": 0}}
     for name, cells in lead.items():
         fresh = out["caches"][name]["fresh"]
@@ -153,8 +147,7 @@ def main():
                        "hub_leader": by_hub, "hub_leader_selection": sel_hub[name]["strategies"][by_hub][b],
                        "hub_leader_fresh": hub_fresh, "verdict": verdict(ours, hub_fresh),
                        "both_leader": by_both,
-                       "both_leader_selection": round((sel_hub[name]["strategies"][by_both][b]
-                                                       + sel_rev[name]["strategies"][by_both][b]) / 2, 4),
+                       "both_leader_selection": leader(sel_hub[name]["strategies"], b, sel_rev[name]["strategies"])[1],
                        "both_leader_fresh": both_fresh, "verdict_both_orders": verdict(ours, both_fresh)}
             counts["hub"][rows[b]["verdict"]] += 1
             counts["both_orders"][rows[b]["verdict_both_orders"]] += 1

@@ -39,6 +39,16 @@ import hub_spaces  # noqa: E402
 BUDGETS = ["10", "20", "50", "100"]
 
 
+def leader(strategies, budget, flipped=None):
+    """A cell's best Kernel Tuner strategy and its figure, random sampling excluded: by its mean in the
+    hub's order, or, given the same strategies' means in the reversed order (`flipped`), by its mean
+    over both orders."""
+    def figure(k):
+        return strategies[k][budget] if flipped is None else round((strategies[k][budget] + flipped[k][budget]) / 2, 4)
+    best = max((k for k in strategies if k != "random_sample" and (flipped is None or k in flipped)), key=figure)
+    return best, figure(best)
+
+
 def verdict(ours, best):
     """The issue's reading of a cell: at or above the best strategy, within 0.02 of it, or below."""
     return "won" if ours >= best else "within_0.02" if ours >= best - 0.02 else "lost"
@@ -111,8 +121,7 @@ def main():
             row = {}
             for b in budgets:
                 strategies = peers[name]["strategies"]
-                best_name, best = max(((k, v[b]) for k, v in strategies.items() if k != "random_sample"),
-                                      key=lambda kv: kv[1])
+                best_name, best = leader(strategies, b)
                 ours, rnd = cells[b]["geomean_speed"], strategies["random_sample"][b]
                 cell = verdict(ours, best)
                 counts[cell] += 1
@@ -124,9 +133,8 @@ def main():
                           "overhead_us_per_benchmark": round(cells[b].get("overhead_us_per_benchmark", 0.0), 1)}
                 if reversed_peers:
                     flipped = reversed_peers[name]["strategies"]
-                    both = {k: round((v[b] + flipped[k][b]) / 2, 4) for k, v in strategies.items() if k in flipped}
-                    best_name2, best2 = max(((k, v) for k, v in both.items() if k != "random_sample"), key=lambda kv: kv[1])
-                    rnd2 = both["random_sample"]
+                    best_name2, best2 = leader(strategies, b, flipped)
+                    rnd2 = round((strategies["random_sample"][b] + flipped["random_sample"][b]) / 2, 4)
                     cell2 = verdict(ours, best2)
                     counts_both[cell2] += 1
                     counts_both["below_random"] += ours < rnd2
