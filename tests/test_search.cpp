@@ -544,3 +544,42 @@ TEST_CASE("search without a predictor: a restart leaves a local optimum that no 
   };
   CHECK(seeds_finding(space, 100, Benchmark::from(bench), 1.0) >= 18);  // budget 100 of 8,192 configs
 }
+
+TEST_CASE("search without a predictor: the start takes a thread-count grid's powers of two, a factor's every value") {
+  // block_x is a thread-count grid (16, 32, ..., 256: evenly spaced by 16, mostly not powers of
+  // two), tile a factor (1-4, a unit step) and pad a two-valued flag. A uniform start would put 11
+  // of 16 block sizes in front of the benchmark; this one only 16, 32, 64, 128, 256.
+  static const int64_t block_x[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256};
+  static const int64_t tile[] = {1, 2, 3, 4};
+  static const int64_t flag[] = {0, 1};
+  SearchSpace space;
+  space.parameter_count = 3;
+  set_values(&space, 0, block_x);
+  set_values(&space, 1, tile);
+  set_values(&space, 2, flag);
+  auto bench = [](const int64_t* v, int, double* time) {
+    *time = 1.0 + 0.01 * static_cast<double>(v[0]) + 0.1 * static_cast<double>(v[1] + v[2]);
+    return BenchmarkStatus::kOk;
+  };
+  int start_configs = 0, tiles_of_three = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SearchOptions options;
+    options.budget = 4;  // the start alone (at least 4 configs)
+    options.seed = seed;
+    std::vector<unsigned char> scratch(tunecast::search_scratch_bytes(space, options));
+    std::vector<SearchTrial> history(4);
+    SearchResult result;
+    REQUIRE(tunecast::search(space, nullptr, options, Benchmark::from(bench), scratch.data(), scratch.size(),
+                             history.data(), 4, &result)
+                .is_ok());
+    REQUIRE(result.trials == 4);
+    for (const SearchTrial& trial : history) {
+      const int64_t b = trial.values[0];
+      CHECK_MESSAGE((b & (b - 1)) == 0, "seed " << seed << ": block_x " << b << " in the start");
+      tiles_of_three += trial.values[1] == 3;
+      ++start_configs;
+    }
+  }
+  CHECK(start_configs == 80);
+  CHECK(tiles_of_three >= 5);  // a factor keeps every value: a tile of 3 starts too (8 of 80 here)
+}

@@ -94,6 +94,7 @@ constexpr double kGpLocalFrom = 0.4;  // share of the budget after which only th
 constexpr int kGpStall = 20;          // local benchmarks without a gain before a restart
 constexpr double kGpRegroup = 0.1;    // share of the budget in the global phase after a restart
 constexpr int kGpTabuRadius = 2;      // a restart's tabu region: configs within this many changed parameters
+constexpr int kGpCentreRadius = 3;    // after a restart no local centre within this many of a tabu centre
 constexpr int kGpMaxTabu = 8;         // restarts per search
 struct GpScratch {
   double* features = nullptr;       // [kGpMaxPoints][kMaxParameters]
@@ -206,6 +207,15 @@ class Engine {
       int powers = 0;
       for (int v = 0; v < space_.sizes[p]; ++v) powers += power_of_two(space_.values[p][v]);
       if (powers > 0 && powers < space_.sizes[p]) pow2_params_[pow2_count_++] = p;
+      const int64_t step = space_.values[p][1] - space_.values[p][0];
+      bool even = step >= 2;
+      for (int v = 2; even && v < space_.sizes[p]; ++v) even = space_.values[p][v] - space_.values[p][v - 1] == step;
+      if (even && powers > 0 && 2 * powers < space_.sizes[p]) {  // a thread-count grid: its powers of two start
+        for (int v = 0; v < space_.sizes[p]; ++v) {
+          if (power_of_two(space_.values[p][v])) grid_powers_[grid_count_][grid_power_counts_[grid_count_]++] = v;
+        }
+        grid_params_[grid_count_++] = p;
+      }
     }
   }
 
@@ -467,6 +477,24 @@ class Engine {
   }
   static bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+  // A random valid config for the start's pool where each thread-count grid (a size parameter
+  // evenly spaced by 2 or more, mostly not powers of two: 16, 32, 48, ..., 256) takes one of its
+  // powers of two. On a GPU the values between them rarely win (convolution_milo on MI250X: the
+  // best config with a block size of 48, 80, 96, ... runs at 0.09 of the optimum), and a uniform
+  // start spends most of its benchmarks on them. Factors (tile sizes 1-4, 1, 2, 4, 6, ..., 20) keep
+  // every value: a tile of 3 can win (A100's optimum). Any valid config when none is found.
+  bool draw_start(Rng* rng, uint16_t* index) {
+    if (grid_count_ == 0) return draw_valid(rng, index);
+    int64_t values[kMaxParameters];
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
+      for (int g = 0; g < grid_count_; ++g) index[grid_params_[g]] = grid_powers_[g][rng->below(grid_power_counts_[g])];
+      values_of(index, values);
+      if (validity_(values)) return true;
+    }
+    return draw_valid(rng, index);
+  }
+
   bool draw_valid(Rng* rng, uint16_t* index) {
     int64_t values[kMaxParameters];
     for (int attempt = 0; attempt < 64; ++attempt) {
@@ -497,12 +525,12 @@ class Engine {
     return n;
   }
 
-  // The first config of a pool of random valid ones, then each time the pool's config farthest
+  // The first config of a pool of random valid ones (draw_start), then each time the pool's config farthest
   // from those chosen (normalized positions): computed before any benchmark, so announced first.
   void maximin_start(int n0, Rng* rng) {
     int pool = 0;
     for (int i = 0; i < kGpStartPool; ++i) {
-      if (draw_valid(rng, gp_.pool + static_cast<size_t>(pool) * kMaxParameters)) ++pool;
+      if (draw_start(rng, gp_.pool + static_cast<size_t>(pool) * kMaxParameters)) ++pool;
     }
     if (pool == 0) return;
     uint16_t chosen[Engine::kMaxPrepared * kMaxParameters];
@@ -734,7 +762,7 @@ class Engine {
     uint16_t choice[kMaxParameters];
     double choice_ei = -1.0;
     auto consider = [&](const uint16_t* index) {
-      if (find(index) != nullptr || in_tabu(index)) return;
+      if (find(index) != nullptr || in_tabu(index, kGpTabuRadius)) return;
       int64_t values[kMaxParameters];
       values_of(index, values);
       if (!validity_(values)) return;
@@ -755,15 +783,16 @@ class Engine {
     const int regroup = static_cast<int>(kGpRegroup * options_.budget);
     bool local_phase = measured >= kGpLocalFrom * options_.budget && measured >= tabu_at_ + regroup;
     if (!local_phase) consider_draws();
-    // The local_count best configs that ran, outside the tabu regions (smallest estimates, first
-    // found on ties); when the best of them improves, the restart's stall count starts again.
+    // The local_count best configs that ran, farther than kGpCentreRadius from the tabu regions'
+    // centres (smallest estimates, first found on ties); when the best of them improves, the
+    // restart's stall count starts again.
     const Entry* local[kGpLocal] = {};
     int locals = 0;
     auto pick_centres = [&](int local_count) {
       locals = 0;
       for (size_t slot = 0; slot < slots_; ++slot) {
         const Entry& e = table_[slot];
-        if (e.state != kMeasured || in_tabu(e.index)) continue;
+        if (e.state != kMeasured || in_tabu(e.index, kGpCentreRadius)) continue;
         int at = locals;
         while (at > 0 && local[at - 1]->estimate > e.estimate) --at;
         if (at >= local_count) continue;
@@ -976,16 +1005,23 @@ class Engine {
   int tabu_at_ = -kMaxSearchBudget;
   double region_best_ = std::numeric_limits<double>::infinity();
   int region_best_at_ = 0;
-  bool in_tabu(const uint16_t* index) const {
+  // Whether `index` is within `radius` changed parameters of a restart's tabu centre.
+  bool in_tabu(const uint16_t* index, int radius) const {
     for (int t = 0; t < tabu_count_; ++t) {
       int changed = 0;
       for (int p = 0; p < space_.count; ++p) changed += index[p] != tabu_[t][p];
-      if (changed <= kGpTabuRadius) return true;
+      if (changed <= radius) return true;
     }
     return false;
   }
   int pow2_params_[kMaxParameters] = {};  // the size parameters that mix powers of two with other values
   int pow2_count_ = 0;
+  // The thread-count grids (draw_start) and the positions of their powers of two
+  // (distinct positive int64 values hold at most 63 of them).
+  int grid_params_[kMaxParameters] = {};
+  int grid_count_ = 0;
+  uint16_t grid_powers_[kMaxParameters][63] = {};
+  int grid_power_counts_[kMaxParameters] = {};
 };
 
 // The regions of a search from a model.
