@@ -463,6 +463,11 @@ TEST_CASE("search: model-free coordinate descent over a given space, with a vali
 
 namespace {
 
+// convolution_milo's block sizes and tiles (the benchmark hub's kernel script), and a flag.
+const int64_t kConvBlockX[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256};
+const int64_t kConvTile[] = {1, 2, 3, 4};
+const int64_t kFlag[] = {0, 1};
+
 // Parameter p of `space` takes `values`.
 template <size_t N>
 void set_values(SearchSpace* space, int p, const int64_t (&values)[N]) {
@@ -494,17 +499,14 @@ TEST_CASE("search without a predictor: a block size that is fast only at powers 
   // W6600's convolution in the benchmark hub: block_size_x 32, 64, 128, 256 run 100x faster than
   // 48, 80, 96, ... between them, which no smooth function of a value's position fits. Without the
   // power-of-two features this engine found the optimum in 5 of these 20 seeds (mean speed 0.83).
-  static const int64_t block_x[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256};
   static const int64_t block_y[] = {1, 2, 4, 8, 16};
-  static const int64_t tile[] = {1, 2, 3, 4};
-  static const int64_t flag[] = {0, 1};
   SearchSpace space;
   space.parameter_count = 5;
-  set_values(&space, 0, block_x);
+  set_values(&space, 0, kConvBlockX);
   set_values(&space, 1, block_y);
-  set_values(&space, 2, tile);
-  set_values(&space, 3, tile);
-  set_values(&space, 4, flag);
+  set_values(&space, 2, kConvTile);
+  set_values(&space, 3, kConvTile);
+  set_values(&space, 4, kFlag);
   auto time_of = [](const int64_t* v) {
     double t = 1.0 + 0.3 * std::fabs(std::log2(static_cast<double>(v[1])) - 1.0) + 0.25 * std::fabs(v[2] - 2.0) +
                0.25 * std::fabs(v[3] - 4.0) + 0.002 * std::fabs(v[0] - 128.0);
@@ -528,11 +530,10 @@ TEST_CASE("search without a predictor: a restart leaves a local optimum that no 
   // restart (the best config's region made tabu after 20 local benchmarks without a gain) this
   // engine found the optimum in 14 of these 20 seeds (mean speed 0.90).
   static const int64_t level[] = {0, 1, 2, 3, 4, 5, 6, 7};
-  static const int64_t flag[] = {0, 1};
   SearchSpace space;
   space.parameter_count = 5;
   for (int p = 0; p < 4; ++p) set_values(&space, p, level);
-  set_values(&space, 4, flag);
+  set_values(&space, 4, kFlag);
   auto bench = [](const int64_t* v, int, double* time) {
     double far = 0.0, near = 0.0;
     for (int p = 0; p < 4; ++p) {
@@ -549,14 +550,11 @@ TEST_CASE("search without a predictor: the start takes a thread-count grid's pow
   // block_x is a thread-count grid (16, 32, ..., 256: evenly spaced by 16, mostly not powers of
   // two), tile a factor (1-4, a unit step) and pad a two-valued flag. A uniform start would put 11
   // of 16 block sizes in front of the benchmark; this one only 16, 32, 64, 128, 256.
-  static const int64_t block_x[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256};
-  static const int64_t tile[] = {1, 2, 3, 4};
-  static const int64_t flag[] = {0, 1};
   SearchSpace space;
   space.parameter_count = 3;
-  set_values(&space, 0, block_x);
-  set_values(&space, 1, tile);
-  set_values(&space, 2, flag);
+  set_values(&space, 0, kConvBlockX);
+  set_values(&space, 1, kConvTile);
+  set_values(&space, 2, kFlag);
   auto bench = [](const int64_t* v, int, double* time) {
     *time = 1.0 + 0.01 * static_cast<double>(v[0]) + 0.1 * static_cast<double>(v[1] + v[2]);
     return BenchmarkStatus::kOk;
