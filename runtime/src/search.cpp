@@ -477,32 +477,25 @@ class Engine {
   }
   static bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-  // A random valid config for the start's pool where each thread-count grid (a size parameter
-  // evenly spaced by 2 or more, mostly not powers of two: 16, 32, 48, ..., 256) takes one of its
-  // powers of two. On a GPU the values between them rarely win (convolution_milo on MI250X: the
-  // best config with a block size of 48, 80, 96, ... runs at 0.09 of the optimum), and a uniform
-  // start spends most of its benchmarks on them. Factors (tile sizes 1-4, 1, 2, 4, 6, ..., 20) keep
-  // every value: a tile of 3 can win (A100's optimum). Any valid config when none is found.
-  bool draw_start(Rng* rng, uint16_t* index) {
-    if (grid_count_ == 0) return draw_valid(rng, index);
+  // A random valid config (64 tries). With `grid_powers` (the start's pool) each thread-count grid
+  // (a size parameter evenly spaced by 2 or more, mostly not powers of two: 16, 32, 48, ..., 256)
+  // takes one of its powers of two: on a GPU the values between them rarely win (convolution_milo
+  // on MI250X: the best config with a block size of 48, 80, 96, ... runs at 0.09 of the optimum),
+  // and a uniform start spends most of its benchmarks on them. Factors (tile sizes 1-4, 1, 2, 4,
+  // 6, ..., 20) keep every value: a tile of 3 can win (A100's optimum). When no such config is
+  // found, any valid one.
+  bool draw_valid(Rng* rng, uint16_t* index, bool grid_powers = false) {
+    grid_powers = grid_powers && grid_count_ > 0;
     int64_t values[kMaxParameters];
     for (int attempt = 0; attempt < 64; ++attempt) {
       for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
-      for (int g = 0; g < grid_count_; ++g) index[grid_params_[g]] = grid_powers_[g][rng->below(grid_power_counts_[g])];
+      for (int g = 0; grid_powers && g < grid_count_; ++g) {
+        index[grid_params_[g]] = grid_powers_[g][rng->below(grid_power_counts_[g])];
+      }
       values_of(index, values);
       if (validity_(values)) return true;
     }
-    return draw_valid(rng, index);
-  }
-
-  bool draw_valid(Rng* rng, uint16_t* index) {
-    int64_t values[kMaxParameters];
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      for (int p = 0; p < space_.count; ++p) index[p] = static_cast<uint16_t>(rng->below(space_.sizes[p]));
-      values_of(index, values);
-      if (validity_(values)) return true;
-    }
-    return false;
+    return grid_powers && draw_valid(rng, index);
   }
 
   // Measures the given first configs (SearchOptions::first_configs), at most `limit` of those in
@@ -525,12 +518,12 @@ class Engine {
     return n;
   }
 
-  // The first config of a pool of random valid ones (draw_start), then each time the pool's config farthest
+  // The first config of a pool of random valid ones (grid_powers), then each time the pool's config farthest
   // from those chosen (normalized positions): computed before any benchmark, so announced first.
   void maximin_start(int n0, Rng* rng) {
     int pool = 0;
     for (int i = 0; i < kGpStartPool; ++i) {
-      if (draw_start(rng, gp_.pool + static_cast<size_t>(pool) * kMaxParameters)) ++pool;
+      if (draw_valid(rng, gp_.pool + static_cast<size_t>(pool) * kMaxParameters, true)) ++pool;
     }
     if (pool == 0) return;
     uint16_t chosen[Engine::kMaxPrepared * kMaxParameters];
@@ -1016,7 +1009,7 @@ class Engine {
   }
   int pow2_params_[kMaxParameters] = {};  // the size parameters that mix powers of two with other values
   int pow2_count_ = 0;
-  // The thread-count grids (draw_start) and the positions of their powers of two
+  // The thread-count grids (draw_valid's grid_powers) and the positions of their powers of two
   // (distinct positive int64 values hold at most 63 of them).
   int grid_params_[kMaxParameters] = {};
   int grid_count_ = 0;
