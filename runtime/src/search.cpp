@@ -91,6 +91,8 @@ constexpr int kGpStartPool = 256;   // random valid configs the maximin start pi
 constexpr int kGpDraws = 256;       // random valid configs scored per proposal (plus the best ones' neighbours)
 constexpr int kGpLocal = 3;         // the best measured configs whose neighbours are scored
 constexpr double kGpLocalFrom = 0.4;  // share of the budget after which only the best config's neighbours are scored
+constexpr int kGpRefitEvery = 5;    // benchmarks between length-scale fits, once kGpRefitEachBelow are measured
+constexpr int kGpRefitEachBelow = 20;  // below this many measured configs, a fit after every benchmark
 constexpr int kGpStall = 20;          // local benchmarks without a gain before a restart
 constexpr double kGpRegroup = 0.1;    // share of the budget in the global phase after a restart
 constexpr int kGpTabuRadius = 2;      // a restart's tabu region: configs within this many changed parameters
@@ -716,13 +718,16 @@ class Engine {
     const double sd = var > 1e-18 ? std::sqrt(var) : 1.0;
     for (int i = 0; i < n; ++i) gp_.y[i] = (gp_.y[i] - mean) / sd;
 
-    // Length scales by marginal likelihood, refit every 5 benchmarks. Where a size parameter mixes
-    // powers of two with other values (pow2_params_), the fit is made without and with their
-    // power-of-two features, and the likelier model is kept until the next refit: a block size of
-    // 48 can run a hundred times slower than 32 and 64 beside it, which no smooth function of the
-    // position learns (docs/search.md, "Without a predictor").
+    // Length scales by marginal likelihood, refit after every benchmark while fewer than
+    // kGpRefitEachBelow configs are measured (each one moves the fit most then, and such a fit is
+    // cheap), then every kGpRefitEvery. Where a size parameter mixes powers of two with other
+    // values (pow2_params_), the fit is made without and with their power-of-two features, and the
+    // likelier model is kept until the next refit: a block size of 48 can run a hundred times slower
+    // than 32 and 64 beside it, which no smooth function of the position learns (docs/search.md,
+    // "Without a predictor").
     double nll = 0.0;
-    if (ls_points_ == 0 || measured - ls_points_ >= 5) {
+    const int refit_after = measured < kGpRefitEachBelow ? 1 : kGpRefitEvery;
+    if (ls_points_ == 0 || measured - ls_points_ >= refit_after) {
       double best_nll = std::numeric_limits<double>::infinity();
       double best[kMaxParameters];
       bool best_powers = false, filled_powers = gp_powers_;
