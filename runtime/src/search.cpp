@@ -520,8 +520,9 @@ class Engine {
     return n;
   }
 
-  // The first config of a pool of random valid ones (grid_powers), then each time the pool's config farthest
-  // from those chosen (normalized positions): computed before any benchmark, so announced first.
+  // The first config of a pool of random valid ones (draw_valid with grid_powers), then each time
+  // the pool's config farthest from those chosen (normalized positions): computed before any
+  // benchmark, so announced first.
   void maximin_start(int n0, Rng* rng) {
     int pool = 0;
     for (int i = 0; i < kGpStartPool; ++i) {
