@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "tunecast/codegen/assemble.h"
 #include "tunecast/codegen/rules_compiler.h"
 #include "tunecast/codegen/timing_db.h"
+#include "tunecast/codegen/tuning_cache.h"
 #include "tunecast/predict.h"
 #include "tunecast/search.h"
 
@@ -335,6 +337,66 @@ TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, -
   CHECK(r.err == "tunecast: the problem lacks field 'k' (it has no default)\n");
 }
 
+TEST_CASE("tune --record keeps a candidate that hung as failed: resumed, the tune does not hang on it again") {
+  tunecast_test::TempDir dir;
+  const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
+  const std::string db = dir.file("rec.db");
+  // Hangs on its second candidate; the second process logs every candidate it is asked.
+  std::ofstream(dir.file("hang.sh")) << "#!/bin/sh\nread a; echo 5\nread b; sleep 30\n";
+  std::ofstream(dir.file("log.sh")) << "#!/bin/sh\nwhile read c; do echo \"$c\" >> '" << dir.file("asked.txt")
+                                    << "'; echo 7; done\n";
+  REQUIRE(std::system(("chmod +x '" + dir.file("hang.sh") + "' '" + dir.file("log.sh") + "'").c_str()) == 0);
+  const std::string tune = "tune '" + def + "' --problem m=4096,n=4096,k=1024 --budget 6 --quiet --record '" + db + "'";
+  tunecast_test::CliResult r = tunecast_test::run_cli(dir, tune + " --bench-timeout 0.5 --bench-cmd '" + dir.file("hang.sh") + "'");
+  CHECK(r.exit_code == 1);
+  const size_t at = r.err.find("no answer to candidate 2 (");
+  REQUIRE_MESSAGE(at != std::string::npos, r.err);
+  const std::string hung = r.err.substr(at + 26, r.err.find(')', at) - at - 26);  // "tile_m,tile_n,split_k,warps"
+  {
+    codegen::TimingRecorder reader;
+    codegen::RecordingInfo info;
+    info.kernel = "ToyGemm";
+    info.params = {"tile_m", "tile_n", "split_k", "warps"};
+    info.fields = {"m", "n", "k", "dtype", "arch"};
+    REQUIRE(codegen::TimingRecorder::open(db, info, &reader).is_ok());
+    codegen::TimingDb recorded;
+    REQUIRE(codegen::TimingDb::open(db, "", &recorded).is_ok());
+    REQUIRE(recorded.problems().size() == 1);
+    std::vector<codegen::TimingRecorder::Measurement> rows;
+    REQUIRE(reader.measurements(recorded.problems()[0].config_id, &rows).is_ok());
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[1].params == hung);
+    CHECK_FALSE(rows[1].ok);
+    CHECK(rows[1].status == "timeout");
+  }
+  r = tunecast_test::run_cli(dir, tune + " --bench-cmd '" + dir.file("log.sh") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  std::ifstream asked(dir.file("asked.txt"));
+  int lines = 0;
+  for (std::string line; std::getline(asked, line); ++lines) CHECK_MESSAGE(line != hung, "asked again: ", line);
+  CHECK(lines == 4);  // 6 benchmarks, 2 answered from the recording
+}
+
+TEST_CASE("tune stopped by a signal takes its benchmark command with it") {
+  tunecast_test::TempDir dir;
+  const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
+  // The command (its own process group) notes its pid and hangs; tunecast is sent SIGTERM, as a
+  // scheduler stops a job. (A shell's background job ignores SIGINT, so the test cannot send that.)
+  std::ofstream(dir.file("stop.sh"))
+      << "'" << TUNECAST_CLI_PATH << "' tune '" << def << "' --problem m=64,n=64,k=64 --budget 3 --quiet"
+      << " --bench-cmd 'echo $$ > \"" << dir.file("pid") << "\"; exec sleep 60' 2>/dev/null &\n"
+      << "t=$!\n"
+      << "for i in $(seq 100); do [ -s '" << dir.file("pid") << "' ] && break; sleep 0.05; done\n"
+      << "kill -TERM $t; wait $t; echo \"rc $?\"\n"
+      << "p=$(cat '" << dir.file("pid") << "'); sleep 0.2\n"
+      // Dead is gone or a zombie (state Z) that init has not reaped yet.
+      << "case \"$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)\" in ''|Z) echo gone;; *) echo alive; kill -9 $p;; esac\n";
+  REQUIRE(std::system(("sh '" + dir.file("stop.sh") + "' > '" + dir.file("out") + "' 2>/dev/null").c_str()) == 0);
+  std::ifstream in(dir.file("out"));
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(out == "rc 143\ngone\n", out);  // 128 + SIGTERM: died of the signal, after killing the command
+}
+
 TEST_CASE("kernel definition CLI: import-timings from CSV, merged idempotently; check lists failures no rule explains") {
   tunecast_test::TempDir dir;
   const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
@@ -365,6 +427,94 @@ TEST_CASE("kernel definition CLI: import-timings from CSV, merged idempotently; 
   r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + dir.file("bad.csv") + "' -o '" + dir.file("b.db") + "'");
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("bad.csv:2: time_us 'fast' is not a time") != std::string::npos);
+}
+
+// A T4 file of the 4 configs bx in {16, 32} x ty in {1, 2}, each run in `value` + index; `unit`
+// on every measurement (absent when null), `file_unit` as metadata.timeunit (absent when null).
+static std::string units_t4(const char* unit, const char* file_unit, double value) {
+  nlohmann::json j;
+  j["schema_version"] = "1.0.0";
+  if (file_unit) j["metadata"]["timeunit"] = file_unit;
+  int i = 0;
+  for (int bx : {16, 32}) {
+    for (int ty : {1, 2}) {
+      nlohmann::json m = {{"name", "time"}, {"value", value + i++}};
+      if (unit) m["unit"] = unit;
+      j["results"].push_back({{"configuration", {{"bx", bx}, {"ty", ty}}}, {"invalidity", "correct"},
+                              {"objectives", {"time"}}, {"measurements", {m}}});
+    }
+  }
+  return j.dump();
+}
+
+TEST_CASE("Kernel Tuner times: the unit a T4 file states, else Kernel Tuner's milliseconds, into microseconds") {
+  tunecast_test::TempDir dir;
+  auto read = [&](const std::string& text, codegen::TuningCache* out) {
+    std::ofstream(dir.file("u.json")) << text;
+    return codegen::read_tuning_cache(dir.file("u.json"), out);
+  };
+  // The benchmark hub's T4 files say "" or "miliseconds" (metadata.timeunit): milliseconds.
+  const struct {
+    const char* unit;
+    const char* file_unit;
+    const char* expected;
+  } cases[] = {{"ms", nullptr, "ms"},        {"", "miliseconds", "ms"}, {"", nullptr, "ms"},
+               {nullptr, nullptr, "ms"},     {"milliseconds", nullptr, "ms"}, {nullptr, "s", "s"},
+               {"us", "miliseconds", "us"},  {"ns", nullptr, "ns"}};
+  for (const auto& c : cases) {
+    codegen::TuningCache cache;
+    REQUIRE(read(units_t4(c.unit, c.file_unit, 2.0), &cache).is_ok());
+    CHECK_MESSAGE(cache.unit == c.expected, (c.unit ? c.unit : "(none)"), " / ", (c.file_unit ? c.file_unit : "(none)"));
+  }
+  CHECK(codegen::microseconds_per("ms") == 1e3);
+  CHECK(codegen::microseconds_per("s") == 1e6);
+  CHECK(codegen::microseconds_per("us") == 1.0);
+  CHECK(codegen::microseconds_per("ns") == 1e-3);
+  CHECK(codegen::microseconds_per("furlongs") == 0.0);
+  codegen::TuningCache cache;
+  Status s = read(units_t4("furlongs", nullptr, 2.0), &cache);
+  CHECK_FALSE(s.is_ok());
+  CHECK(std::string(s.message()).find("unknown time unit 'furlongs' (ms, s, us or ns)") != std::string::npos);
+  {  // one file, two units: refused, not mixed
+    nlohmann::json j = nlohmann::json::parse(units_t4("ms", nullptr, 2.0));
+    j["results"][3]["measurements"][0]["unit"] = "us";
+    s = read(j.dump(), &cache);
+    CHECK_FALSE(s.is_ok());
+    CHECK(std::string(s.message()).find("results[3]: time in us, earlier results in ms") != std::string::npos);
+  }
+
+  // import-timings and tune --record store microseconds, whatever the file's unit says.
+  const std::string def = dir.file("units.tcr");
+  std::ofstream(def) << "kernel Units\nfield size in [0..0] default 0\nparam bx in {16, 32}\nparam ty in {1, 2}\n";
+  std::ofstream(dir.file("hub.json")) << units_t4("", "miliseconds", 2.0);  // as the hub writes it
+  std::ofstream(dir.file("ms.json")) << units_t4("ms", nullptr, 2.0);
+  std::ofstream(dir.file("us.json")) << units_t4("us", nullptr, 2000.0);
+  for (const char* name : {"hub", "ms", "us"}) {
+    const std::string db = dir.file(std::string(name) + ".db");
+    tunecast_test::CliResult r = tunecast_test::run_cli(
+        dir, "import-timings '" + def + "' '" + dir.file(std::string(name) + ".json") + "' --problem size=0 -o '" + db + "'");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    codegen::TimingDb imported;
+    REQUIRE(codegen::TimingDb::open(db, "", &imported).is_ok());
+    codegen::ProblemTimings timings;
+    REQUIRE(imported.timings(imported.problems()[0].config_id, &timings).is_ok());
+    CHECK_MESSAGE(timings.optimum() == doctest::Approx(2000.0), name);
+
+    const std::string recorded = dir.file(std::string(name) + "_rec.db");
+    r = tunecast_test::run_cli(dir, "tune '" + def + "' --replay '" + dir.file(std::string(name) + ".json") +
+                                        "' --budget 4 --quiet --record '" + recorded + "'");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    codegen::TimingDb rec;
+    REQUIRE(codegen::TimingDb::open(recorded, "", &rec).is_ok());
+    codegen::ProblemTimings kept;
+    REQUIRE(rec.timings(rec.problems()[0].config_id, &kept).is_ok());
+    CHECK_MESSAGE(kept.optimum() == doctest::Approx(2000.0), name);
+    // Resumed from the recording: its microseconds answer in the replay's unit again.
+    r = tunecast_test::run_cli(dir, "tune '" + def + "' --replay '" + dir.file(std::string(name) + ".json") +
+                                        "' --budget 4 --json --quiet --record '" + recorded + "'");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK_MESSAGE(nlohmann::json::parse(r.out)["speed"].get<double>() == doctest::Approx(1.0), name, r.out);
+  }
 }
 
 TEST_CASE("tune --replay reads gzip-compressed Kernel Tuner files (the benchmark hub's .json.gz)") {

@@ -138,6 +138,7 @@ TEST_CASE("CLI tune --bench-cmd: a process that breaks the protocol is a clear e
   CliResult r = run_cli(dir, base + dir.file("garbage.sh"));
   check_error(r, "the answer to candidate 1 (");
   CHECK_MESSAGE(contains(r.err, "was 'twelve microseconds': expected a time (a number >= 0) or 'fail'"), r.err);
+  CHECK(r.exit_code == 1);  // the command's fault: 2 is for bad arguments
 
   write_text(dir.file("early.sh"), "#!/bin/sh\nread line; echo 12.5\nread line; echo fail\nexit 3\n", true);
   r = run_cli(dir, base + dir.file("early.sh"));
@@ -273,7 +274,30 @@ TEST_CASE("CLI tune --replay: a timing DB and Kernel Tuner files") {
     write_text(dir.file("other.json"), "{\"kernel\": 1}");
     check_error(run_cli(dir, "tune --replay " + dir.file("other.json") + " --budget 5"),
                 "neither Kernel Tuner T4 results");
+    // Options that would do nothing are refused, not ignored.
+    const std::string t4 = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/search/t4_small.json";
+    check_error(run_cli(dir, "tune --replay " + t4 + " --budget 5 --seed 3"),
+                "--seed is for a search without a predictor (a KERNEL.tcr)");
+    check_error(run_cli(dir, "tune " + model + " --problem " + problems[0] + " --budget 5 --seed 3 --replay " + db),
+                "a model's search draws nothing");
+    check_error(run_cli(dir, "tune --replay " + t4 + " --budget 5 --seed -1"), "--seed needs an integer 0..");
+    check_error(run_cli(dir, "tune --replay " + t4 + " --budget 5 --seed 18446744073709551616"), "--seed needs an integer 0..");
+    check_error(run_cli(dir, "tune --replay " + t4 + " --budget 5 --start 7,4,row"),
+                "--start: 7 is not a recorded value of block_size_x (16, 32, 64, 128)");
+    check_error(run_cli(dir, "eval-search " + model + " --timings " + db + " --seed -1"), "--seed needs an integer 0..");
+    check_error(run_cli(dir, "eval-search " + model + " --timings " + db + " --split all --strategies config_list"),
+                "none of --strategies can run here");
   }
+}
+
+TEST_CASE("CLI tune with a kernel definition: a start of more configs than a beam holds") {
+  TempDir dir;
+  const std::string def = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/kernels/toy_gemm.tcr";
+  write_text(dir.file("bench.sh"), "#!/bin/sh\nwhile read c; do echo 5; done\n", true);
+  const CliResult r = run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096,k=1024 --budget 50 --explore 40 --json "
+                                   "--quiet --bench-cmd " + dir.file("bench.sh"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(parse_json(r)["benchmarks"].get<int>() == 50);
 }
 
 TEST_CASE("Kernel Tuner files: T4 results and cache read into one recording") {

@@ -7,12 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
@@ -21,6 +23,47 @@ namespace tunecast::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The process groups of the commands running now. A command runs in its own group (a timeout ends
+// it and its children), which a terminal's Ctrl-C does not reach: a tune stopped by SIGINT, SIGTERM
+// (a scheduler's) or SIGHUP kills these groups before it dies, or they run on, reparented to init.
+constexpr int kMaxGroups = 256;
+std::atomic<pid_t> g_groups[kMaxGroups];
+
+extern "C" void kill_groups_and_die(int sig) {
+  for (std::atomic<pid_t>& g : g_groups) {
+    const pid_t pid = g.load();
+    if (pid > 0) kill(-pid, SIGKILL);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void watch_group(pid_t pid) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old = {};
+      sigaction(sig, nullptr, &old);
+      if (old.sa_handler == SIG_IGN) continue;  // nohup's SIGHUP, a shell's background SIGINT: kept ignored
+      struct sigaction action = {};
+      action.sa_handler = kill_groups_and_die;
+      sigemptyset(&action.sa_mask);
+      sigaction(sig, &action, nullptr);
+    }
+  });
+  for (std::atomic<pid_t>& g : g_groups) {
+    pid_t free_slot = 0;
+    if (g.compare_exchange_strong(free_slot, pid)) return;
+  }
+}
+
+void unwatch_group(pid_t pid) {
+  for (std::atomic<pid_t>& g : g_groups) {
+    pid_t mine = pid;
+    if (g.compare_exchange_strong(mine, 0)) return;
+  }
+}
 
 // The line as received, for messages: printable, at most 60 characters.
 std::string shown(const std::string& line) {
@@ -43,6 +86,7 @@ BenchCommand::~BenchCommand() {
   if (pid_ > 0) {
     kill(-pid_, SIGKILL);  // the group: also what the command left running (a child holding its output)
     if (!reaped_) waitpid(pid_, &wait_status_, 0);
+    unwatch_group(pid_);
   }
 }
 
@@ -99,6 +143,7 @@ Status BenchCommand::start(const std::string& command, const std::vector<std::st
     pid_ = -1;
     return Status::error(StatusCode::kIoError, "--bench-cmd: cannot start /bin/sh: %s", std::strerror(rc));
   }
+  watch_group(pid_);
   return Status::ok();
 }
 
@@ -299,7 +344,7 @@ BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time
   const double t = answer.empty() ? 0.0 : std::strtod(answer.c_str(), &end);
   if (answer.empty() || *end != '\0' || !std::isfinite(t) || t < 0.0) {
     fault_ = Fault::kGarbage;
-    error_ = Status::error(StatusCode::kInvalidArgument,
+    error_ = Status::error(StatusCode::kIoError,  // the command's fault, not the arguments': exit status 1
                            "--bench-cmd: the answer to candidate %d (%s) was '%s': expected a time (a number >= 0) "
                            "or 'fail', one line per candidate",
                            candidates_, candidate.c_str(), shown(line).c_str());

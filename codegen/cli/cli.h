@@ -2,6 +2,7 @@
 // to report errors (one line on stderr, non-zero exit).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -27,6 +28,8 @@ class Args {
   std::string get(const std::string& name, const std::string& fallback = "") const;
   const std::vector<std::string>& positional() const { return positional_; }
   Status get_int(const std::string& name, int fallback, int* out) const;
+  // A search seed: a non-negative integer below 2^64 (tune and eval-search read it alike).
+  Status get_seed(const std::string& name, uint64_t* out) const;
 
  private:
   std::map<std::string, std::string> values_;

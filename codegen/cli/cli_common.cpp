@@ -1,4 +1,5 @@
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,21 @@ Status Args::get_int(const std::string& name, int fallback, int* out) const {
                          name.c_str(), text.c_str());
   }
   *out = static_cast<int>(value);
+  return Status::ok();
+}
+
+Status Args::get_seed(const std::string& name, uint64_t* out) const {
+  *out = 0;
+  if (!has(name)) return Status::ok();
+  const std::string text = get(name);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || text.find_first_not_of("0123456789") != std::string::npos || errno == ERANGE) {
+    return Status::error(StatusCode::kInvalidArgument, "--%s needs an integer 0..18446744073709551615, got '%.40s'",
+                         name.c_str(), text.c_str());
+  }
+  *out = value;
   return Status::ok();
 }
 

@@ -221,6 +221,10 @@ int cmd_check(const std::vector<std::string>& argv) {
     std::printf(", %lld valid for the default problem", j["valid_for_default_problem"].get<long long>());
   }
   std::printf("%s\n", searchable ? "" : " (some parameter has no domain: tune needs a model for this kernel)");
+  if (j.contains("valid_for_default_problem") && j["valid_for_default_problem"].get<long long>() == 0) {
+    std::fprintf(stderr, "check: warning: no config passes the rules for the default problem: a tune of it has "
+                         "nothing to measure\n");
+  }
   if (args.has("timings")) {
     const auto& t = j["timings"];
     std::printf("timings %s: %lld problems, %lld configs recorded, %lld failed\n", args.get("timings").c_str(),

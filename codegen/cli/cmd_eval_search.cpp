@@ -108,7 +108,9 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "                DB's meta default_config); without one default_search is left out\n"
         "  --search-width W  top-1 and top-B beams (default: the model's search_width, else 1)\n"
         "  --beam, --explore, --max-radius, --max-moved, --recheck: the search's options (tune --help)\n"
-        "  --seed S      random and exhaustive orders (default 0)\n"
+        "  --seed S      random and exhaustive orders, and free_search's seeds (default 0): run r\n"
+        "                of problem i searches with seed S * 1099511628211 + i * 11400714819323198485\n"
+        "                + r (mod 2^64), so with --seed 0 run r of the first problem is tune --seed r\n"
         "  --precision P only the problems of that data type (the dtype field's value)\n"
         "  --configs F   one config per line (the model's parameter order): the config_list strategy\n"
         "  --prior T,... recordings of the same kernel on other GPUs or problems (timing DBs, Kernel\n"
@@ -134,9 +136,10 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   }
   codegen::SearchEvalOptions options;
   status = parse_budgets(args.get("budgets", "1,2,5,10,20,50,100"), &options.budgets);
-  int limit = 0, seed = 0, recheck = 0;
+  int limit = 0, recheck = 0;
+  uint64_t seed = 0;
   if (status) status = args.get_int("limit", 0, &limit);
-  if (status) status = args.get_int("seed", 0, &seed);
+  if (status) status = args.get_seed("seed", &seed);
   if (status) status = args.get_int("random-runs", 10, &options.random_runs);
   if (status) status = args.get_int("max-radius", 0, &options.search.max_radius);
   if (status) status = args.get_int("max-moved", options.search.max_moved, &options.search.max_moved);
@@ -144,7 +147,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   if (status && limit < 0) status = Status::error(StatusCode::kInvalidArgument, "--limit must be 0 (all) or more");
   if (status && options.random_runs < 1) status = Status::error(StatusCode::kInvalidArgument, "--random-runs must be at least 1");
   if (!status) return usage_error("eval-search", status.message());
-  options.seed = static_cast<uint64_t>(static_cast<int64_t>(seed));
+  options.seed = seed;
   options.search.recheck_runs = recheck;
   if (args.has("plot")) {
     if (!ends_with_any(args.get("plot"), {".png", ".svg", ".pdf", ".PNG", ".SVG", ".PDF"})) {
@@ -320,10 +323,16 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     if (limit > 0 && static_cast<int>(chosen.size()) >= limit) break;
   }
   if (chosen.empty()) {
-    return fail(Status::error(StatusCode::kNotFound, "no %s problems in %s (split seed %d)", split.c_str(),
-                              args.get("timings").c_str(), split_seed));
+    return fail(Status::error(StatusCode::kNotFound, "no %s problems in %s (split seed %d)%s", split.c_str(),
+                              args.get("timings").c_str(), split_seed,
+                              split != "all" ? ": --split all evaluates every problem it holds" : ""));
   }
   codegen::SearchEvaluation evaluation(options);
+  if (evaluation.cells().empty()) {  // every strategy asked for is left out: say why, not an empty table
+    return usage_error("eval-search",
+                       "none of --strategies can run here (the predictor strategies need a trained model, "
+                       "default_search --default or the DB's meta default_config, config_list --configs)");
+  }
   size_t without_optimum = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last = start;

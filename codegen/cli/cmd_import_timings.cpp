@@ -211,7 +211,7 @@ Status import_cache(const std::string& path, const Model& model, const std::stri
   }
   std::vector<int> positions;
   TUNECAST_RETURN_IF_ERROR(importer->positions(cache.names, path, &positions));
-  const double scale = cache.unit == "ms" ? 1000.0 : cache.unit == "s" ? 1e6 : 1.0;  // into microseconds
+  const double scale = cache.unit.empty() ? 1.0 : codegen::microseconds_per(cache.unit);  // into microseconds
   for (const std::vector<int64_t>& recorded : cache.timings.configs()) {
     const codegen::ProblemTimings::Timing* t = cache.timings.find(recorded);
     TUNECAST_RETURN_IF_ERROR(importer->add(problem, reorder(recorded, positions), t->ok, t->time * scale, t->status));

@@ -137,6 +137,14 @@ Status parse_start(const std::string& text, const Recording& rec, size_t count, 
     if (!parse_param_list(item, &one) || one.size() != 1) {
       return Status::error(StatusCode::kInvalidArgument, "--start: '%s' is not an integer", item.c_str());
     }
+    const std::vector<int64_t> recorded = rec.cache ? rec.cache->values[p] : rec.timings.values_of(p);
+    if (!std::binary_search(recorded.begin(), recorded.end(), one[0])) {
+      std::string listed;
+      for (size_t i = 0; i < recorded.size() && i < 12; ++i) listed += (i ? ", " : "") + std::to_string(recorded[i]);
+      return Status::error(StatusCode::kInvalidArgument, "--start: %lld is not a recorded value of %s (%s%s)",
+                           static_cast<long long>(one[0]), p < rec.names.size() ? rec.names[p].c_str() : "a parameter",
+                           listed.c_str(), recorded.size() > 12 ? ", ..." : "");
+    }
     out->push_back(one[0]);
   }
   return Status::ok();
@@ -202,7 +210,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "  --perf-db OUT.db  also the bests as a MIOpen perf DB (a convolution kernel; one arch)\n"
         "  --shard I/N       only the problems whose index in FILE (0-based, repeats removed) is\n"
         "                    I mod N: one shard per job of a batch scheduler (SLURM job arrays)\n"
-        "  --seed S          the draws of a search without a predictor (default 0)\n"
+        "  --seed S          the draws of a search without a predictor (a KERNEL.tcr; default 0)\n"
         "  --prior T,...     with a KERNEL.tcr: recordings of the same kernel on other GPUs or\n"
         "                    problems (timing DBs, Kernel Tuner files); the search measures their\n"
         "                    best configs first (by mean log speed over their problems) in place of\n"
@@ -249,7 +257,10 @@ int cmd_tune(const std::vector<std::string>& argv) {
     return usage_error("tune", "--bench-cmd needs a MODEL or a KERNEL.tcr definition (its domains are the space)");
   }
   if (!have_model && args.has("record")) return usage_error("tune", "--record needs a MODEL or a KERNEL.tcr definition");
-  if (have_model && args.has("start")) return usage_error("tune", "--start is for a search without a model");
+  if (have_model && args.has("start")) {
+    return usage_error("tune", "--start is for --replay alone (coordinate descent from one config); a MODEL or KERNEL.tcr "
+                               "search chooses its own start (a definition's: --explore, --prior)");
+  }
 
   SearchOptions options;
   int recheck = 0;
@@ -261,14 +272,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (status) status = parse_double(args, "recheck-ratio", options.recheck_ratio, &options.recheck_ratio);
   if (status) status = parse_double(args, "time-limit", 0.0, &options.time_limit);
   if (status) status = parse_double(args, "bench-timeout", 600.0, &bench_timeout);
-  if (status && args.has("seed")) {
-    char* end = nullptr;
-    const std::string text = args.get("seed");
-    options.seed = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || text[0] == '-') {
-      status = Status::error(StatusCode::kInvalidArgument, "--seed needs a non-negative integer, got '%.40s'", text.c_str());
-    }
-  }
+  if (status) status = args.get_seed("seed", &options.seed);
   if (status && bench_timeout <= 0.0) status = Status::error(StatusCode::kInvalidArgument, "--bench-timeout must be positive");
   if (!status) return usage_error("tune", status.message());
   options.recheck_runs = recheck;
@@ -279,6 +283,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
     if (!status) return fail(status);
   }
   std::optional<Problem> problem;
+  if (problem_optional && !args.has("problem") && loaded.model.problem_schema().builtin()) {
+    return usage_error("tune", args.positional()[0] + " declares no field, so its problem is MIOpen's convolution "
+                               "(dir=F,n=...,c=...): give --problem, or declare the kernel's own fields "
+                               "(docs/kernels.md)");
+  }
   if (args.has("problem") || problem_optional) {
     Problem p;
     status = have_model ? parse_model_problem(loaded.model, args.get("problem"), &p) : parse_problem(args.get("problem"), &p);
@@ -330,6 +339,12 @@ int cmd_tune(const std::vector<std::string>& argv) {
   }
   if (args.has("prior") && !(have_model && !loaded.model.has_predictor())) {
     return usage_error("tune", "--prior is for a search without a predictor: give the KERNEL.tcr");
+  }
+  if (args.has("seed") && !(have_model && !loaded.model.has_predictor())) {  // nothing else draws
+    return usage_error("tune", have_model ? "--seed is for a search without a predictor (a KERNEL.tcr): a model's search "
+                                            "draws nothing"
+                                          : "--seed is for a search without a predictor (a KERNEL.tcr): --replay without "
+                                            "one descends from --start and draws nothing");
   }
 
   if (list) return tune_problem_list(args, loaded, options, bench_timeout, names);
@@ -485,6 +500,13 @@ int cmd_tune(const std::vector<std::string>& argv) {
     }
   }
   Status record_error;
+  // A timing DB holds microseconds; a replayed recording answers in its own unit.
+  const double record_scale =
+      args.has("replay") && !recording.unit.empty() ? codegen::microseconds_per(recording.unit) : 1.0;
+  if (args.has("record") && !(record_scale > 0.0)) {
+    return fail(Status::error(StatusCode::kInvalidArgument, "--record: %s records times in '%s', not one of ms, s, us, ns",
+                              args.get("replay").c_str(), recording.unit.c_str()));
+  }
   auto run_benchmark = [&](const int64_t* values, int count, double* time) {
     std::string params;
     for (int p = 0; p < count; ++p) params += (p ? "," : "") + std::to_string(values[p]);
@@ -492,17 +514,21 @@ int cmd_tune(const std::vector<std::string>& argv) {
       const codegen::TimingRecorder::Measurement m = it->second.front();
       it->second.pop_front();
       ++resumed_answers;
-      *time = m.time;
+      *time = m.time / record_scale;  // in the unit the other answers come in
       return m.ok ? BenchmarkStatus::kOk : BenchmarkStatus::kFailed;
     }
     if (!args.has("replay") && ((!command_started && !start_command()) || !command_status)) return BenchmarkStatus::kAbort;
     const BenchmarkStatus answer = args.has("replay") ? replay(values, count, time) : command.run(values, count, time);
-    if (args.has("record") && answer != BenchmarkStatus::kAbort) {
+    // A candidate that hung (killed at --bench-timeout) is kept as failed, as --problems keeps it:
+    // the tune stops, and resumed it does not hang on that candidate again. (A command that died
+    // stops the tune unrecorded: its death may be its own bug, not the candidate's.)
+    const bool hung = !args.has("replay") && command.fault() == BenchCommand::Fault::kTimeout;
+    if (args.has("record") && (answer != BenchmarkStatus::kAbort || hung)) {
       codegen::TimingRecorder::Measurement m;
       m.params = params;
       m.ok = answer == BenchmarkStatus::kOk;
-      m.time = m.ok ? *time : 0.0;
-      m.status = m.ok ? "ok" : "fail";
+      m.time = m.ok ? *time * record_scale : 0.0;
+      m.status = m.ok ? "ok" : hung ? "timeout" : "fail";
       record_error = recorder.append(recorded_problem, m);
       if (!record_error) return BenchmarkStatus::kAbort;  // never measure what cannot be kept
     }
@@ -580,6 +606,8 @@ int cmd_tune(const std::vector<std::string>& argv) {
   const bool replaying = args.has("replay");
   const double optimum = replaying && recording.timings.has_optimum() ? recording.timings.optimum() : 0.0;
   const double overhead = result.seconds - result.benchmark_seconds;
+  // The optimum's share of the best time; a best of 0 s is the optimum (nothing is faster).
+  const double speed = result.found && result.best_time > 0.0 ? optimum / result.best_time : 1.0;
 
   if (args.has("json")) {
     auto json_values = [&](const int64_t* values) {
@@ -622,9 +650,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
     if (replaying) {
       j["replay"] = recording.description;
       j["optimum"] = recording.timings.has_optimum() ? nlohmann::json(optimum) : nlohmann::json(nullptr);
-      j["speed"] = result.found && recording.timings.has_optimum() && result.best_time > 0
-                       ? nlohmann::json(optimum / result.best_time)
-                       : nlohmann::json(nullptr);
+      j["speed"] = result.found && recording.timings.has_optimum() ? nlohmann::json(speed) : nlohmann::json(nullptr);
       j["unrecorded"] = replay.unrecorded;
     }
     std::printf("%s\n", json_text(j, 2).c_str());
@@ -642,7 +668,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       }
       std::printf("  time %.6g%s", result.best_time, unit.c_str());
       if (replaying && recording.timings.has_optimum()) {
-        std::printf("  (recorded optimum %.6g: speed %.3f)", optimum, optimum / result.best_time);
+        std::printf("  (recorded optimum %.6g: speed %.3f)", optimum, speed);
       }
       std::printf("\n");
       // The fastest configs measured, for a second choice.
@@ -670,6 +696,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
     std::printf("search overhead %.3f ms (%.1f us per benchmark), %lld proposal%s removed by the rules before benchmarking\n",
                 1e3 * overhead, result.benchmarks ? 1e6 * overhead / result.benchmarks : 0.0,
                 static_cast<long long>(result.skipped_invalid), result.skipped_invalid == 1 ? "" : "s");
+  }
+  if (!result.found && result.benchmarks == 0 && result.skipped_invalid > 0) {
+    return fail(Status::error(StatusCode::kNoValidCandidate,
+                              "the rules rejected every config the search drew for this problem: perhaps none passes "
+                              "them (tunecast check counts the valid configs of the default problem)"));
   }
   if (!result.found) {
     return fail(Status::error(StatusCode::kNoValidCandidate, "no config ran successfully in %d benchmarks",

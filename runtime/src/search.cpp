@@ -1104,10 +1104,14 @@ Status search(const Model& model, const Problem& problem, const SearchOptions& o
     return Status::error(StatusCode::kInvalidArgument, "search beam width %d is outside 1..%d", options.beam_width,
                          kMaxBeamWidth);
   }
-  if (options.explore < -1 || options.explore == 0 || options.explore > options.beam_width) {
+  if (predictor && (options.explore < -1 || options.explore == 0 || options.explore > options.beam_width)) {
     return Status::error(StatusCode::kInvalidArgument,
                          "search explore %d is outside 1..%d (the beam width), or -1 for min(beam width, 0.7 budget)",
                          options.explore, options.beam_width);
+  }
+  if (!predictor && (options.explore < -1 || options.explore == 0)) {  // the start's configs: any count
+    return Status::error(StatusCode::kInvalidArgument, "search explore %d must be positive, or -1 for the default start",
+                         options.explore);
   }
   const size_t needed = search_scratch_bytes(model, options);
   if (scratch == nullptr || scratch_size < needed) {

@@ -62,6 +62,16 @@ Status fail(const std::string& path, const std::string& what) {
 }
 
 // T4: the objective's measurement when there is one, else the mean of the runtimes.
+// A unit as T4 files write it, as "ms", "s", "us" or "ns"; "" for one not known. Kernel Tuner measures
+// time in milliseconds, and the benchmark hub's files say so as "", "miliseconds" or "milliseconds".
+std::string canonical_unit(const std::string& unit) {
+  if (unit.empty() || unit == "ms" || unit == "miliseconds" || unit == "milliseconds") return "ms";
+  if (unit == "s" || unit == "seconds") return "s";
+  if (unit == "us" || unit == "microseconds") return "us";
+  if (unit == "ns" || unit == "nanoseconds") return "ns";
+  return "";
+}
+
 bool t4_time(const Json& result, double* time, std::string* unit) {
   std::string objective = "time";
   if (const auto it = result.find("objectives"); it != result.end() && it->is_array() && !it->empty() &&
@@ -152,6 +162,10 @@ Status read_tuning_cache(const std::string& path, TuningCache* out) {
     }
   }
   std::vector<RawEntry> entries;
+  std::string file_unit;  // T4's metadata.timeunit, for measurements that name none
+  if (const auto m = root.find("metadata"); m != root.end() && m->is_object()) {
+    if (const auto u = m->find("timeunit"); u != m->end() && u->is_string()) file_unit = u->get<std::string>();
+  }
   auto value_of = [&](const Json& config, const std::string& name, const std::string& where, Json* value) -> Status {
     const auto it = config.find(name);
     if (it == config.end()) return fail(path, where + " has no value for parameter '" + name + "'");
@@ -196,7 +210,13 @@ Status read_tuning_cache(const std::string& path, TuningCache* out) {
           e.timing.ok = true;
           e.timing.status = "ok";
           e.timing.time = time;
-          if (out->unit.empty()) out->unit = unit;
+          const std::string stated = unit.empty() ? file_unit : unit;
+          const std::string canonical = canonical_unit(stated);
+          if (canonical.empty()) return fail(path, where + ": unknown time unit '" + stated + "' (ms, s, us or ns)");
+          if (out->unit.empty()) out->unit = canonical;
+          if (canonical != out->unit) {
+            return fail(path, where + ": time in " + canonical + ", earlier results in " + out->unit);
+          }
         }
         entries.push_back(std::move(e));
       }
@@ -282,6 +302,10 @@ Status read_tuning_cache(const std::string& path, TuningCache* out) {
     out->timings.add(std::move(config), std::move(e.timing));
   }
   return Status::ok();
+}
+
+double microseconds_per(const std::string& unit) {
+  return unit == "ms" ? 1e3 : unit == "s" ? 1e6 : unit == "us" ? 1.0 : unit == "ns" ? 1e-3 : 0.0;
 }
 
 }  // namespace tunecast::codegen

@@ -18,7 +18,7 @@ namespace tunecast::codegen {
 
 struct TuningCache {
   std::string format;                         // "T4" or "Kernel Tuner cache"
-  std::string unit;                           // the time unit the file states ("ms" for Kernel Tuner), or ""
+  std::string unit;                           // the times' unit: "ms" (Kernel Tuner's), "s", "us" or "ns"; "" when nothing ran
   std::vector<std::string> names;             // parameters, in the file's order (tune_params_keys or the first configuration's keys)
   // Per parameter, the searchable integer values, ascending. A parameter whose values are all
   // integers (or booleans, as 0/1) is searched by value; any other (strings, fractions) by the
@@ -34,5 +34,8 @@ struct TuningCache {
 };
 
 Status read_tuning_cache(const std::string& path, TuningCache* out);
+
+// Microseconds per `unit` ("ms", "s", "us", "ns"; a timing DB's time_unit), 0 for any other.
+double microseconds_per(const std::string& unit);
 
 }  // namespace tunecast::codegen
