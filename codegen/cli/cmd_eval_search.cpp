@@ -77,7 +77,7 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
         "                            [--default V1,V2,...] [--search-width W] [--beam W] [--explore E]\n"
         "                            [--max-radius R] [--max-moved M] [--recheck RUNS] [--arch A]\n"
         "                            [--precision P] [--strategies S1,S2,...] [--configs FILE]\n"
-        "                            [--prior TIMINGS,...]\n\n"
+        "                            [--prior TIMINGS,...] [--problem FIELDS]\n\n"
         "Replays tuning strategies on the problems of a timing DB (recorded exhaustive measurements,\n"
         "docs/search.md) and reports, at each budget B of benchmarks, the geometric mean and the 10th\n"
         "percentile over problems of the speed found (recorded optimum / time of the best config\n"
@@ -278,7 +278,8 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
     }
     options.default_config.resize(names.size());
     for (size_t p = 0; p < names.size(); ++p) options.default_config[p] = recorded[positions.empty() ? p : positions[p]];
-  } else {
+  } else if (options.strategies.empty() ||
+             std::find(options.strategies.begin(), options.strategies.end(), "default_search") != options.strategies.end()) {
     std::fprintf(stderr, "eval-search: note: no default config (--default, or the DB's meta default_config): "
                          "default_search left out\n");
   }
@@ -468,8 +469,10 @@ int cmd_eval_search(const std::vector<std::string>& argv) {
   table("overhead us/bench", [&](const codegen::StrategyCell& c) {
     return c.overhead_benchmarks > 0 ? fixed(c.overhead_us_per_benchmark(), 1) : std::string("-");
   });
-  std::printf("invalid configs proposed by the strategies that use the model: %lld\n",
-              static_cast<long long>(constrained_invalid));
+  if (options.with_predictor) {  // a definition's strategies propose nothing its rules reject
+    std::printf("invalid configs proposed by the strategies that use the model: %lld\n",
+                static_cast<long long>(constrained_invalid));
+  }
   if (args.has("plot")) {  // status, not a result: stderr
     std::fprintf(stderr, "eval-search: wrote %s (its figures: %s.json)\n", args.get("plot").c_str(), args.get("plot").c_str());
   }

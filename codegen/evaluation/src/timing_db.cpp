@@ -449,7 +449,7 @@ Status map_parameters(const std::vector<std::string>& model_names, const std::ve
     if (it == recorded_names.end()) {
       std::string listed;
       for (const std::string& r : recorded_names) listed += (listed.empty() ? "" : ",") + r;
-      return Status::error(StatusCode::kInvalidArgument, "the model's parameter '%s' is not in the recording (%s)",
+      return Status::error(StatusCode::kInvalidArgument, "parameter '%s' (the model's or definition's) is not in the recording (%s)",
                            name.c_str(), listed.c_str());
     }
     out->push_back(static_cast<int>(it - recorded_names.begin()));
