@@ -1209,6 +1209,24 @@ TEST_CASE("CLI: problems in MIOpen's forms are converted and shown; conventions 
   CHECK(r.exit_code == 0);
   CHECK_MESSAGE(contains(r.out, "c = the forward K"), r.out);
   CHECK(contains(run_cli(dir, "table --help").out, "c = the forward K"));
+  // predict --among: a config with a value the model never emits is said, by line, not dropped silently.
+  {
+    const nlohmann::json top = nlohmann::json::parse(
+        run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1 --json").out);
+    std::string best;  // "v1,v2,..." of the top candidate
+    for (const auto& v : top["candidates"][0]["values"]) best += (best.empty() ? "" : ",") + std::to_string(v.get<long long>());
+    write_text(dir.file("among.txt"), "999" + best.substr(best.find(',')) + "\n" + best + "\n");
+    r = run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1 --among " +
+                         dir.file("among.txt"));
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    CHECK_MESSAGE(contains(r.err, "among.txt:1: 999 is not a value the model emits for "), r.err);
+    write_text(dir.file("among_none.txt"), "999" + best.substr(best.find(',')) + "\n");
+    r = run_cli(dir, "predict " + model + " --problem dir=F,dtype=FP32,n=16,c=4,k=30,h=7,w=7,y=1,x=1 --among " +
+                         dir.file("among_none.txt"));
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(contains(r.err, "among_none.txt:1: 999 is not a value the model emits for "), r.err);
+    CHECK_MESSAGE(contains(r.err, "lists no config the model can emit"), r.err);
+  }
 
   // --version and --help on every command; bare tunecast is a usage error on stderr.
   for (const char* command : {"inspect", "import-keras", "compile", "predict", "emit-cpp", "embed", "table", "eval"}) {
@@ -1257,6 +1275,43 @@ TEST_CASE("CLI: problems in MIOpen's forms are converted and shown; conventions 
   REQUIRE(read_perf_db(dir.file("t.db"), "Tiny", {}, &rows).is_ok());
   CHECK(rows.size() == 2);
   for (const PerfDbRow& row : rows) CHECK(row.problem.get(ProblemField::kN) % 2 == 0);
+  // An existing perf DB is merged into, not replaced: its other problems' and solvers' rows stay
+  // (as MIOpen updates a user perf DB); a read-only one is refused; anything else is no perf DB.
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(dir.file("t.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "INSERT INTO perf_db (solver, config, params) SELECT 'Other', id, '1,2,3' FROM config",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  write_text(dir.file("more.txt"), "dir=F,dtype=FP32,n=4,c=4,k=30,h=7,w=7,y=1,x=1\n");
+  r = run_cli(dir, "table " + model + " --problems " + dir.file("more.txt") + " --format perfdb -o " + dir.file("t.db"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "merged into " + dir.file("t.db") + ": 1 rows written, 5 in the file"), r.err);
+  rows.clear();
+  REQUIRE(read_perf_db(dir.file("t.db"), "Tiny", {}, &rows).is_ok());
+  CHECK(rows.size() == 3);
+  rows.clear();
+  REQUIRE(read_perf_db(dir.file("t.db"), "Other", {}, &rows).is_ok());
+  CHECK(rows.size() == 2);
+  REQUIRE(std::system(("chmod a-w '" + dir.file("t.db") + "'").c_str()) == 0);
+  if (::access(dir.file("t.db").c_str(), W_OK) != 0) {  // root writes anyway: nothing to check then
+    check_one_line_error(run_cli(dir, "table " + model + " --problems " + dir.file("more.txt") + " --format perfdb -o " +
+                                          dir.file("t.db")),
+                         "t.db exists and is read-only: its rows would be replaced");
+  }
+  write_text(dir.file("notes.db"), "not a database, just notes\n");
+  check_one_line_error(run_cli(dir, "table " + model + " --problems " + dir.file("more.txt") + " --format perfdb -o " +
+                                        dir.file("notes.db")),
+                       "notes.db exists and is not a MIOpen perf DB this run can merge into");
+  CHECK(read_text(dir.file("notes.db")) == "not a database, just notes\n");
+  // tune --problems --perf-db: two archs are refused before anything is measured or recorded.
+  write_text(dir.file("twoarch.txt"), "arch=gfx906,dir=F,dtype=FP32,n=8,c=4,k=30,h=7,w=7,y=1,x=1\n"
+                                      "arch=gfx90a,dir=F,dtype=FP32,n=8,c=4,k=30,h=7,w=7,y=1,x=1\n");
+  check_one_line_error(run_cli(dir, "tune " + model + " --problems " + dir.file("twoarch.txt") + " --budget 2 --record " +
+                                        dir.file("arch.db") + " --bench-cmd 'echo 1' --perf-db " + dir.file("arch_perf.db")),
+                       "--perf-db: a perf DB holds one arch (its key has none)");
+  CHECK_FALSE(std::filesystem::exists(dir.file("arch.db")));
   // Fields beyond the perf DB's 32-bit columns are refused, naming the line and column.
   write_text(dir.file("big.txt"), "dir=F,dtype=FP32,n=8,c=1099511627776,k=30,h=7,w=7,y=1,x=1\n");
   check_one_line_error(run_cli(dir, "table " + model + " --problems " + dir.file("big.txt") + " --format perfdb -o " +

@@ -264,7 +264,7 @@ TEST_CASE("CLI tune --replay: a timing DB and Kernel Tuner files") {
     check_error(run_cli(dir, "tune " + model + " --budget 5 --replay " + db), "give --problem");
     check_error(run_cli(dir, "tune --budget 5 --bench-cmd true"), "--bench-cmd needs a MODEL");
     check_error(run_cli(dir, "tune " + model + " --problem " + problems[0] + " --budget 0 --replay " + db),
-                "search budget 0 is outside 1..");
+                "--budget 0 is outside 1..");
     check_error(run_cli(dir, "tune " + model + " --problem " + problems[0] + " --budget 5 --explore 33 --replay " + db),
                 "--explore 33 is outside 1..32");
     check_error(run_cli(dir, "tune --replay " + dir.file("absent.json") + " --budget 5"), "absent.json");

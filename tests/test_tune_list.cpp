@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -414,4 +415,18 @@ TEST_CASE("tune --problems: argument errors") {
                                             "' --budget 2 --record r.db " + fleet.bench("l.txt"));
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "bad.txt:2: the problem lacks field 'k' (it has no default)"));
+  r = tunecast_test::run_cli(fleet.dir, "tune '" + fleet.def + "' --problems '" + fleet.dir.file("problems.txt") +
+                                            "' --budget 0 --record '" + fleet.dir.file("r0.db") + "' " + fleet.bench("l.txt"));
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--budget 0 is outside 1.."));
+  CHECK_FALSE(std::filesystem::exists(fleet.dir.file("r0.db")));
+  // A command that cannot run (not found: the shell's 127) or that exits without reading stops the
+  // run with nothing recorded: the candidates are not to blame.
+  for (const char* broken : {"/nonexistent/bench", "true"}) {
+    r = tunecast_test::run_cli(fleet.dir, base + "--record '" + fleet.dir.file("rb.db") + "' --bench-cmd '" + broken + "'");
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(contains(r.err, broken == std::string("true") ? "(it exited with status 0)" : "(it exited with status 127)"),
+                  r.err);
+    CHECK(recorded(fleet.dir.file("rb.db")).empty());
+  }
 }

@@ -339,7 +339,10 @@ BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time
   size_t first = 0;
   while (first < answer.size() && std::isspace(static_cast<unsigned char>(answer[first]))) ++first;
   answer.erase(0, first);
-  if (answer == "fail" || answer == "FAIL" || answer == "Fail") return BenchmarkStatus::kFailed;
+  if (answer == "fail" || answer == "FAIL" || answer == "Fail") {
+    ++answers_;
+    return BenchmarkStatus::kFailed;
+  }
   char* end = nullptr;
   const double t = answer.empty() ? 0.0 : std::strtod(answer.c_str(), &end);
   if (answer.empty() || *end != '\0' || !std::isfinite(t) || t < 0.0) {
@@ -351,6 +354,7 @@ BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time
     return BenchmarkStatus::kAbort;
   }
   *time = t;
+  ++answers_;
   return BenchmarkStatus::kOk;
 }
 
@@ -377,6 +381,7 @@ void BenchCommand::finish(double grace_seconds, std::string* note) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (answers_ == 0) return;  // it never answered: the error that stopped the run said why
   if (WIFEXITED(wait_status_) && WEXITSTATUS(wait_status_) != 0) {
     *note = "the benchmark command exited with status " + std::to_string(WEXITSTATUS(wait_status_)) +
             " after its last answer";

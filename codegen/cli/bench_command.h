@@ -12,6 +12,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +64,14 @@ class BenchCommand {
 
   const Status& error() const { return error_; }
   int candidates() const { return candidates_; }
+  int answers() const { return answers_; }  // candidates answered with a time or `fail`
+  // Its exit status once it has exited normally (reaped); -1 while running or when a signal ended it.
+  int exit_status() const { return reaped_ && WIFEXITED(wait_status_) ? WEXITSTATUS(wait_status_) : -1; }
+  // Gone before its first answer with status 0 (it never read a line), 126 or 127 (the shell could
+  // not run it): the command is broken, not the candidate it was asked.
+  bool broken_command() const {
+    return fault_ == Fault::kDied && answers_ == 0 && (exit_status() == 0 || exit_status() == 126 || exit_status() == 127);
+  }
 
  private:
   bool read_line(std::string* line, double timeout_seconds);
@@ -78,6 +87,7 @@ class BenchCommand {
   std::string buffer_;
   Status error_;
   int candidates_ = 0;
+  int answers_ = 0;
   bool reaped_ = false;
   int wait_status_ = 0;
   std::chrono::steady_clock::time_point exited_at_{};  // when read_line saw it exit

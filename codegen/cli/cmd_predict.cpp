@@ -147,10 +147,30 @@ int cmd_predict(const std::vector<std::string>& argv) {
         return Status::error(StatusCode::kInvalidArgument, "%s:%d: expected %d comma-separated integers (the model's "
                              "parameter order)", args.get("among").c_str(), number, model.parameter_count());
       }
+      // A value the model never emits at its position: the config cannot come out of the beam,
+      // whatever the rules say. Said, not dropped silently.
+      for (int p = 0; p < model.parameter_count(); ++p) {
+        bool emitted = false;
+        std::string values;
+        for (int t = 0; t < model.token_count(); ++t) {
+          if (!model.token_allowed(p, t) || model.is_end_token(t)) continue;
+          emitted = emitted || model.token_value(t) == config[p];
+          values += (values.empty() ? "" : ", ") + std::to_string(model.token_value(t));
+        }
+        if (!emitted) {
+          std::fprintf(stderr, "predict: note: %s:%d: %lld is not a value the model emits for %s (%s): left out\n",
+                       args.get("among").c_str(), number, static_cast<long long>(config[p]), model.parameter_name(p),
+                       values.c_str());
+          return Status::ok();
+        }
+      }
       among.push_back(std::move(config));
       return Status::ok();
     });
-    if (status && among.empty()) status = Status::error(StatusCode::kInvalidArgument, "--among %s lists no config", args.get("among").c_str());
+    if (status && among.empty()) {
+      status = Status::error(StatusCode::kInvalidArgument, "--among %s lists no config the model can emit",
+                             args.get("among").c_str());
+    }
     if (!status) return usage_error("predict", status.message());
     options.beam_width = std::max(options.beam_width, static_cast<int>(std::min<size_t>(among.size(), kMaxBeamWidth)));
   }

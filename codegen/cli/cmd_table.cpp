@@ -174,7 +174,8 @@ int cmd_table(const std::vector<std::string>& argv) {
         "          solver name is the model's metadata \"solver\" unless --solver is given; problems\n"
         "          without a valid candidate or that the kernel does not apply to are left out; a\n"
         "          field beyond the DB's 32-bit columns is refused; one arch per file (MIOpen's key\n"
-        "          has none); binary: -o - only into a pipe or file\n"
+        "          has none); an existing OUT is merged into (its other rows kept); binary:\n"
+        "          -o - only into a pipe or file\n"
         "  text    one line per problem: the problem, a tab, the values (or '# reason'), and\n"
         "          '\\t# not applicable: CONDITION' where the kernel does not apply\n"
         "Results go to OUT; progress, the closing status line and one warning each (naming the\n"
@@ -202,6 +203,7 @@ int cmd_table(const std::vector<std::string>& argv) {
   }
   // Before the work, not after it: never the model or the problem list, and a binary DB not to a terminal.
   status = prepare_output(args.get("output"), {args.positional()[0], args.get("problems")}, format == "perfdb");
+  if (status && format == "perfdb") status = table::check_perf_db_output(args.get("output"));
   if (!status) return fail(status);
 
   LoadedModel loaded;
@@ -272,12 +274,16 @@ int cmd_table(const std::vector<std::string>& argv) {
   } else if (format == "text") {
     contents = table::text_table(model, rows);
   } else {
-    size_t written = 0;
-    status = table::perf_db_bytes(solver, rows, &contents, &written);
+    size_t written = 0, held = 0;
+    status = table::perf_db_bytes(solver, rows, args.get("output"), &contents, &written, &held);
     if (!status) return fail(status);
     if (written < usable) {
-      std::fprintf(stderr, "tunecast: warning: %zu problem line%s an earlier problem: the perf DB holds %zu row%s\n",
+      std::fprintf(stderr, "tunecast: warning: %zu problem line%s an earlier problem: %zu row%s written\n",
                    usable - written, usable - written == 1 ? " repeats" : "s repeat", written, written == 1 ? "" : "s");
+    }
+    if (held > written) {
+      std::fprintf(stderr, "table: merged into %s: %zu rows written, %zu in the file\n", args.get("output").c_str(),
+                   written, held);
     }
   }
   status = write_output(args.get("output"), contents);

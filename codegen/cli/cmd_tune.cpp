@@ -207,7 +207,8 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "                    stdout or -o RESULTS (problem, values, time_us, benchmarks), or with\n"
         "                    --json one object per line per problem as it ends ({\"problem\",\n"
         "                    \"best\", \"time\", \"benchmarks\", ...}); progress on stderr\n"
-        "  --perf-db OUT.db  also the bests as a MIOpen perf DB (a convolution kernel; one arch)\n"
+        "  --perf-db OUT.db  also the bests as a MIOpen perf DB (a convolution kernel; one arch),\n"
+        "                    merged into OUT.db when it exists (its other rows kept)\n"
         "  --shard I/N       only the problems whose index in FILE (0-based, repeats removed) is\n"
         "                    I mod N: one shard per job of a batch scheduler (SLURM job arrays)\n"
         "  --seed S          the draws of a search without a predictor (a KERNEL.tcr; default 0)\n"
@@ -266,6 +267,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
   int recheck = 0;
   double bench_timeout = 600.0;
   status = args.get_int("budget", 0, &options.budget);
+  if (status && (options.budget < 1 || options.budget > kMaxSearchBudget)) {  // before any file is written
+    status = Status::error(StatusCode::kInvalidArgument, "--budget %d is outside 1..%d", options.budget, kMaxSearchBudget);
+  }
   if (status) status = args.get_int("max-radius", options.max_radius, &options.max_radius);
   if (status) status = args.get_int("max-moved", options.max_moved, &options.max_moved);
   if (status) status = args.get_int("recheck", 0, &recheck);

@@ -29,9 +29,14 @@ std::string cpp_table(const Model& model, const std::string& model_path, int bea
 std::string text_table(const Model& model, const std::vector<Row>& rows);
 // Refuses a row with a field beyond the perf DB's 32-bit INT columns (naming the line and column).
 Status check_perf_db_fields(const std::string& path, const std::vector<Row>& rows);
-// A MIOpen perf DB of the rows that found a candidate and that the kernel applies to, built in a private temporary file;
-// `written` counts its rows (a problem listed twice is one row).
-Status perf_db_bytes(const std::string& solver, const std::vector<Row>& rows, std::string* bytes,
-                     size_t* written);
+// A MIOpen perf DB of the rows that found a candidate and that the kernel applies to, built in a
+// private temporary file: `merge_into`'s rows (when that perf DB exists) with these added or
+// replacing theirs (same solver and problem). `written` counts this run's rows (a problem listed
+// twice is one row), `held` the file's.
+// An existing output a perf DB can be merged into (writable, with MIOpen's tables), or a new one:
+// checked before the work, so a wrong -o costs nothing.
+Status check_perf_db_output(const std::string& path);
+Status perf_db_bytes(const std::string& solver, const std::vector<Row>& rows, const std::string& merge_into,
+                     std::string* bytes, size_t* written, size_t* held);
 
 }  // namespace tunecast::cli::table

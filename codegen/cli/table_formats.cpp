@@ -1,11 +1,13 @@
 // table's formats: a C++ include of default parameters, a text table, and a MIOpen perf DB
 // (SQLite, MIOpen's schema) written through a private temporary file.
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -33,7 +35,7 @@ std::string c_string(const std::string& s) {
 
 // MIOpen's perf DB schema (tables config and perf_db, their unique indexes).
 constexpr const char* kPerfDbSchema =
-    "CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT "
+    "CREATE TABLE IF NOT EXISTS `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT "
     "NOT NULL,`direction` TEXT NOT NULL,`spatial_dim` INT NOT NULL,`in_channels` INT NOT NULL,"
     "`in_h` INT NOT NULL,`in_w` INT NOT NULL,`in_d` INT NOT NULL,`fil_h` INT NOT NULL,`fil_w` INT "
     "NOT NULL,`fil_d` INT NOT NULL,`out_channels` INT NOT NULL, `batchsize` INT NOT NULL,`pad_h` "
@@ -41,12 +43,12 @@ constexpr const char* kPerfDbSchema =
     "`conv_stride_w` INT NOT NULL,`conv_stride_d` INT NOT NULL,`dilation_h` INT NOT NULL,"
     "`dilation_w` INT NOT NULL,`dilation_d` INT NOT NULL,`bias` INT NOT NULL,`group_count` INT NOT "
     "NULL);"
-    "CREATE TABLE `perf_db` (`id` INTEGER PRIMARY KEY ASC,`solver` TEXT NOT NULL,`config` INTEGER "
+    "CREATE TABLE IF NOT EXISTS `perf_db` (`id` INTEGER PRIMARY KEY ASC,`solver` TEXT NOT NULL,`config` INTEGER "
     "NOT NULL, `params` TEXT NOT NULL);"
-    "CREATE UNIQUE INDEX `idx_config` ON config( layout,data_type,direction,spatial_dim,"
+    "CREATE UNIQUE INDEX IF NOT EXISTS `idx_config` ON config( layout,data_type,direction,spatial_dim,"
     "in_channels,in_h,in_w,in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,"
     "conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count );"
-    "CREATE UNIQUE INDEX `idx_perf_db` ON perf_db(solver, config);";
+    "CREATE UNIQUE INDEX IF NOT EXISTS `idx_perf_db` ON perf_db(solver, config);";
 
 // MIOpen's columns, in the order of kPerfDbSchema's index. Text columns take the symbolic names.
 constexpr ProblemField kColumns[] = {
@@ -67,7 +69,7 @@ Status sqlite_error(sqlite3* db, const char* what) {
 
 // Writes the rows that found a candidate into a fresh SQLite file at `path`.
 Status write_perf_db(const std::string& path, const std::string& solver, const std::vector<Row>& rows,
-                     size_t* written) {
+                     size_t* written, size_t* held) {
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
     Status s = sqlite_error(db, "open");
@@ -106,6 +108,7 @@ Status write_perf_db(const std::string& path, const std::string& solver, const s
   }
   Status status;
   *written = 0;
+  std::set<int64_t> configs;  // this run's rows (a problem listed twice is one)
   for (const Row& row : rows) {
     if (!row.status || row.not_applicable >= 0) continue;  // no candidate, or MIOpen would not run it
     for (sqlite3_stmt* stmt : {config, lookup}) {
@@ -125,6 +128,7 @@ Status write_perf_db(const std::string& path, const std::string& solver, const s
       break;
     }
     const int64_t config_id = sqlite3_column_int64(lookup, 0);
+    configs.insert(config_id);
     const std::string params = values_text(row.best);
     sqlite3_reset(perf);
     sqlite3_bind_text(perf, 1, solver.c_str(), -1, SQLITE_TRANSIENT);
@@ -147,7 +151,8 @@ Status write_perf_db(const std::string& path, const std::string& solver, const s
     sqlite3_finalize(count);
     return sqlite_error(db, "count");
   }
-  *written = static_cast<size_t>(sqlite3_column_int64(count, 0));
+  *written = configs.size();
+  *held = static_cast<size_t>(sqlite3_column_int64(count, 0));
   sqlite3_finalize(count);
   return Status::ok();
 }
@@ -284,14 +289,48 @@ Status check_perf_db_fields(const std::string& path, const std::vector<Row>& row
 }
 
 // Builds the DB in a private temporary file, then publishes its bytes atomically.
-Status perf_db_bytes(const std::string& solver, const std::vector<Row>& rows, std::string* bytes,
-                     size_t* written) {
+Status check_perf_db_output(const std::string& path) {
+  struct stat st;
+  if (path.empty() || path == "-" || ::stat(path.c_str(), &st) != 0) return Status::ok();  // a new file
+  if (::access(path.c_str(), W_OK) != 0) {
+    return Status::error(StatusCode::kInvalidArgument, "%s exists and is read-only: its rows would be replaced; "
+                         "name another output, or make it writable to merge into it", path.c_str());
+  }
+  sqlite3* db = nullptr;
+  const bool opened = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
+  const bool tables = opened && sqlite3_exec(db, "SELECT 1 FROM config, perf_db LIMIT 0", nullptr, nullptr, nullptr) == SQLITE_OK;
+  const std::string why = db ? sqlite3_errmsg(db) : "cannot open it";
+  sqlite3_close(db);
+  if (!tables) {
+    return Status::error(StatusCode::kInvalidArgument, "%s exists and is not a MIOpen perf DB this run can merge into "
+                         "(%s): name another output", path.c_str(), why.c_str());
+  }
+  return Status::ok();
+}
+
+Status perf_db_bytes(const std::string& solver, const std::vector<Row>& rows, const std::string& merge_into,
+                     std::string* bytes, size_t* written, size_t* held) {
+  // An existing perf DB keeps every row this run does not write (other solvers, other problems):
+  // MIOpen's own updates work so, and a user's perf DB must not shrink to this run's rows.
+  std::string existing;
+  struct stat st;
+  const bool merging = !merge_into.empty() && merge_into != "-" && ::stat(merge_into.c_str(), &st) == 0;
+  if (merging) {
+    TUNECAST_RETURN_IF_ERROR(check_perf_db_output(merge_into));
+    TUNECAST_RETURN_IF_ERROR(codegen::read_file(merge_into, &existing));
+  }
   const char* tmpdir = std::getenv("TMPDIR");
   std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tunecast-table-XXXXXX";
   const int fd = mkstemp(path.data());
   if (fd < 0) return Status::error(StatusCode::kIoError, "cannot create a temporary file in %s", path.c_str());
+  const bool copied = ::write(fd, existing.data(), existing.size()) == static_cast<ssize_t>(existing.size());
   close(fd);
-  Status status = write_perf_db(path, solver, rows, written);
+  Status status = copied ? Status::ok() : Status::error(StatusCode::kIoError, "cannot copy %s to %s", merge_into.c_str(), path.c_str());
+  if (status) status = write_perf_db(path, solver, rows, written, held);
+  if (!status && merging) {
+    status = Status::error(status.code(), "%s exists and is not a MIOpen perf DB this run can merge into (%s): name "
+                           "another output", merge_into.c_str(), status.message());
+  }
   if (status) status = codegen::read_file(path, bytes);
   std::remove(path.c_str());
   return status;

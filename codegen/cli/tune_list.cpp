@@ -472,7 +472,9 @@ class Worker {
       m.params = params;
       if (answer == BenchmarkStatus::kAbort) {
         const BenchCommand::Fault fault = command_->fault();
-        if (fault == BenchCommand::Fault::kGarbage || fault == BenchCommand::Fault::kNone) {
+        if (fault == BenchCommand::Fault::kGarbage || fault == BenchCommand::Fault::kNone || command_->broken_command()) {
+          // A broken command (not found, or gone without reading) would mark candidate after
+          // candidate failed in the record: it stops the run, nothing recorded.
           caused_stop = run_.set_fatal(Status::error(StatusCode::kIoError, "worker %d, problem %s: %s", index_,
                                                      item.given.c_str(), command_->error().message()));
           return BenchmarkStatus::kAbort;
@@ -585,8 +587,8 @@ std::string results_table(const std::vector<std::string>& names, const std::vect
 
 // The bests as a MIOpen perf DB (convolution kernels: MIOpen's columns; one arch per file).
 Status miopen_perf_db(const Model& model, const std::string& solver, const std::string& list_path,
-                      const std::vector<Item>& items, const std::vector<size_t>& selected, std::string* bytes,
-                      size_t* written) {
+                      const std::vector<Item>& items, const std::vector<size_t>& selected, const std::string& out,
+                      std::string* bytes, size_t* written, size_t* held) {
   std::vector<table::Row> rows;
   for (size_t i : selected) {
     const Item& item = items[i];
@@ -614,7 +616,7 @@ Status miopen_perf_db(const Model& model, const std::string& solver, const std::
   }
   TUNECAST_RETURN_IF_ERROR(table::check_perf_db_fields(list_path, rows));
   (void)model;
-  return table::perf_db_bytes(solver, rows, bytes, written);
+  return table::perf_db_bytes(solver, rows, out, bytes, written, held);
 }
 
 }  // namespace
@@ -661,6 +663,7 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
                                  "(its perf DB is the record DB's perf_db table)");
     }
     status = prepare_output(args.get("perf-db"), inputs, true);
+    if (status) status = table::check_perf_db_output(args.get("perf-db"));
   }
   if (!status) return fail(status);
 
@@ -668,6 +671,18 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   size_t duplicates = 0;
   status = read_list(model, args.get("problems"), &items, &duplicates);
   if (!status) return fail(status);
+  if (args.has("perf-db")) {  // refused now, not after the whole list is tuned
+    auto arch = [](const Item& item) {
+      return item.problem.has(ProblemField::kArch) ? item.problem.get(ProblemField::kArch) : -1;
+    };
+    for (const Item& item : items) {
+      if (arch(item) != arch(items.front())) {
+        return usage_error("tune", "--perf-db: a perf DB holds one arch (its key has none): " + args.get("problems") + ":" +
+                                       std::to_string(items.front().line) + " and " + args.get("problems") + ":" +
+                                       std::to_string(item.line) + " differ; write one per arch (a list per arch)");
+      }
+    }
+  }
   const bool quiet = args.has("quiet");
   if (duplicates > 0 && !quiet) {
     std::fprintf(stderr, "tune: note: %zu line%s of %s repeat%s an earlier problem (tuned once)\n", duplicates,
@@ -755,10 +770,11 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   } else if (!run.json) {
     std::printf("%s", table.c_str());
   }
-  size_t perf_rows = 0;
+  size_t perf_rows = 0, perf_held = 0;
   if (args.has("perf-db")) {
     std::string bytes;
-    status = miopen_perf_db(model, run.solver, args.get("problems"), items, selected, &bytes, &perf_rows);
+    status = miopen_perf_db(model, run.solver, args.get("problems"), items, selected, args.get("perf-db"), &bytes,
+                            &perf_rows, &perf_held);
     if (status) status = write_output(args.get("perf-db"), bytes);
     if (!status) return fail(status);
   }
@@ -772,7 +788,10 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
                  duration_text(elapsed).c_str());
     if (args.has("output")) std::fprintf(stderr, "tune: results in %s; best configs in %s (table perf_db)\n",
                                          args.get("output").c_str(), record.c_str());
-    if (args.has("perf-db")) std::fprintf(stderr, "tune: MIOpen perf DB %s: %zu rows\n", args.get("perf-db").c_str(), perf_rows);
+    if (args.has("perf-db")) {
+      std::fprintf(stderr, "tune: MIOpen perf DB %s: %zu rows written%s\n", args.get("perf-db").c_str(), perf_rows,
+                   perf_held > perf_rows ? (", " + std::to_string(perf_held) + " in the file (merged)").c_str() : "");
+    }
   }
   if (!run.fatal) return fail(run.fatal);
   if (run.failed > 0) {
