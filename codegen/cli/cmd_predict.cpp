@@ -140,8 +140,10 @@ int cmd_predict(const std::vector<std::string>& argv) {
   // --among: only prefixes of the list's configs survive, so a beam as wide as the list (up to
   // kMaxBeamWidth) holds every one that passes the rules and ranks them by the model's score.
   std::vector<std::vector<int64_t>> among;
+  int among_lines = 0;
   if (args.has("among")) {
     status = for_each_list_line(args.get("among"), [&](int number, const std::string& line) -> Status {
+      ++among_lines;
       std::vector<int64_t> config;
       if (!parse_param_list(line, &config) || config.size() != static_cast<size_t>(model.parameter_count())) {
         return Status::error(StatusCode::kInvalidArgument, "%s:%d: expected %d comma-separated integers (the model's "
@@ -167,11 +169,15 @@ int cmd_predict(const std::vector<std::string>& argv) {
       among.push_back(std::move(config));
       return Status::ok();
     });
-    if (status && among.empty()) {
-      status = Status::error(StatusCode::kInvalidArgument, "--among %s lists no config the model can emit",
-                             args.get("among").c_str());
+    if (status && among_lines == 0) {
+      status = Status::error(StatusCode::kInvalidArgument, "--among %s lists no config", args.get("among").c_str());
     }
     if (!status) return usage_error("predict", status.message());
+    if (among.empty()) {  // as when the rules reject them all: no candidate (exit 3)
+      return fail(Status::error(StatusCode::kNoValidCandidate,
+                                "no valid candidate: none of the %d configs of --among %s is one the model can emit",
+                                among_lines, args.get("among").c_str()));
+    }
     options.beam_width = std::max(options.beam_width, static_cast<int>(std::min<size_t>(among.size(), kMaxBeamWidth)));
   }
   auto among_check = [&](const Problem*, int position, const int64_t* values) {
