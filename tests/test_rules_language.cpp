@@ -495,3 +495,84 @@ TEST_CASE("rules: every mutation of a compiled program either verifies or is rej
   CHECK(rejected > 0);
   CHECK(verified > 0);
 }
+
+// ---- domains from constant ranges (a black-box review: the `params` form took no domain, silently) -
+
+namespace {
+
+std::string domain_error(const std::string& text) {
+  rules::CompiledRules out;
+  const Status status = rules::compile(text, "d.tcr", &out);
+  if (status.is_ok()) return "(ok)";
+  CHECK(status.code() == StatusCode::kInvalidArgument);
+  return status.message();
+}
+
+}  // namespace
+
+TEST_CASE("rules: a require range too wide or empty for a domain is refused as a param domain is") {
+  // The `param` form's error, also for the `params` form's `require p in [lo..hi]`.
+  CHECK(domain_error("param a in [4..1]\n") == "d.tcr:1:9: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  CHECK(domain_error("param a in [1..100000]\n") ==
+        "d.tcr:1:9: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  CHECK(domain_error("params a, b\nrequire a in [1..100000]\n") ==
+        "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  CHECK(domain_error("params read_size\nrequire read_size in [4..1]\n") ==
+        "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  // An empty range is no domain whatever else the parameter has.
+  CHECK(domain_error("param a in {1, 2}\nrequire a in [4..1]\n") ==
+        "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  // Bounds at the ends of int64: no overflow in the count.
+  CHECK(domain_error("params a\nrequire a in [-9223372036854775807..9223372036854775807]\n") ==
+        "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  // Compiled for a model (its vocabulary names the parameters): the same.
+  {
+    rules::CompiledRules out;
+    rules::CompileOptions options;
+    options.params = {"a", "b"};
+    const Status status = rules::compile("params a, b\nrequire b in [1..5000]\n", "d.tcr", options, &out);
+    CHECK(std::string(status.message()) == "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
+  }
+
+  // A wide range beside a domain from elsewhere restricts it, in either order; two wide ranges that
+  // narrow each other to a domain's size give it; nothing left is the usual error.
+  rules::CompiledRules out;
+  REQUIRE(rules::compile("params a\nrequire a in [0..100000]\nrequire a in {1, 2, 200000}\n", "d.tcr", &out).is_ok());
+  CHECK(out.domains[0] == std::vector<int64_t>{1, 2});
+  REQUIRE(rules::compile("params a\nrequire a in {1, 2, 200000}\nrequire a in [0..100000]\n", "d.tcr", &out).is_ok());
+  CHECK(out.domains[0] == std::vector<int64_t>{1, 2});
+  REQUIRE(rules::compile("param a in [1..4]\nrequire a in [3..100000]\n", "d.tcr", &out).is_ok());
+  CHECK(out.domains[0] == std::vector<int64_t>{3, 4});
+  CHECK(out.constraints.size() == 1);  // still a rule too
+  REQUIRE(rules::compile("params a\nrequire a in [0..100000]\nrequire a in [99998..200000]\n", "d.tcr", &out).is_ok());
+  CHECK(out.domains[0] == std::vector<int64_t>{99998, 99999, 100000});
+  CHECK(domain_error("param a in [1..4]\nrequire a in [5..100000]\n") ==
+        "d.tcr:2:1: parameter 'a' has no value left in its domain");
+  CHECK(domain_error("params a\nrequire a in [0..100000]\nrequire a in [200000..300000]\n") ==
+        "d.tcr:3:1: parameter 'a' has no value left in its domain");
+  // A range that is no constant is a rule, not a domain.
+  REQUIRE(rules::compile("params a\nrequire a in [1..n]\n", "d.tcr", &out).is_ok());
+  CHECK(out.domains[0].empty());
+  // A parameter no range or set bounds keeps no domain (a model's vocabulary gives its values).
+  REQUIRE(rules::compile("params a, b\nrequire a in [1..8]\nrequire b > 0\n", "d.tcr", &out).is_ok());
+  CHECK(out.domains[0].size() == 8);
+  CHECK(out.domains[1].empty());
+}
+
+TEST_CASE("rules: every shipped definition compiles with the domains its constant requires give") {
+  for (const char* kernel : {"ConvAsm1x1U", "ConvAsmBwdWrW1x1", "ConvAsmBwdWrW3x3", "ConvOclDirectFwd1x1",
+                             "TritonGemm1x1", "TritonGemmSplitK"}) {
+    INFO(kernel);
+    rules::CompiledRules out;
+    const Status status =
+        rules::compile_file(tunecast_test::source_path(std::string("weights/rules/") + kernel + ".tcr"), {}, &out);
+    REQUIRE_MESSAGE(status.is_ok(), std::string(status.message()));
+    REQUIRE(out.domains.size() == out.params.size());
+  }
+  rules::CompiledRules wrw1x1;
+  REQUIRE(rules::compile_file(tunecast_test::source_path("weights/rules/ConvAsmBwdWrW1x1.tcr"), {}, &wrw1x1).is_ok());
+  CHECK(wrw1x1.domains.back() == std::vector<int64_t>{0, 1, 2, 3, 4});  // require data_prefetch in [0..4]
+  rules::CompiledRules wrw3x3;
+  REQUIRE(rules::compile_file(tunecast_test::source_path("weights/rules/ConvAsmBwdWrW3x3.tcr"), {}, &wrw3x3).is_ok());
+  CHECK(wrw3x3.domains.back() == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8});  // require n_per_group in [1..8]
+}

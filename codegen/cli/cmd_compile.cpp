@@ -193,6 +193,15 @@ int finish(const char* command, ir::Model* model, const Args& args,
   if (status && args.has("check-vectors")) status = check_vectors(blob, args);
   if (status) status = write_output(args.get("output"), std::string_view(reinterpret_cast<const char*>(blob.data()), blob.size()));
   if (!status) return fail(status);
+  if (model->graphs.empty()) {  // a kernel definition alone (check_ir accepts no other model without graphs)
+    std::fprintf(stderr, "%s: wrote %s (%zu bytes; a kernel definition without a predictor: %zu parameters, %zu "
+                 "constraints%s)\n",
+                 command, output_name(args.get("output")).c_str(), blob.size(), model->vocabulary.parameters.size(),
+                 model->constraints.size(),
+                 model->applicability.empty() ? "" : (", " + std::to_string(model->applicability.size()) +
+                                                      " applicability conditions").c_str());
+    return 0;
+  }
   size_t weights = 0;
   for (const ir::Graph& g : model->graphs) {
     for (const ir::Layer& l : g.layers) weights += l.kernel.data.size() + l.recurrent.data.size() + l.bias.size();
@@ -306,8 +315,9 @@ int cmd_compile(const std::vector<std::string>& argv) {
   if (!status) return fail(status);
   ir::Model model;
   if (is_definition_file(args.positional()[0])) {
-    if (args.has("rules") || args.has("encoding") || args.has("check-vectors")) {
-      return usage_error("compile", "a kernel definition compiles alone (no --rules, --encoding or --check-vectors)");
+    if (args.has("rules") || args.has("encoding") || args.has("check-vectors") || args.get("weights", "fp32") != "fp32") {
+      return usage_error("compile", "a kernel definition compiles alone (no --rules, --encoding, --check-vectors or "
+                                    "--weights fp16: it has no predictor)");
     }
     rules::CompiledRules rules;
     status = rules::compile_file(args.positional()[0], rules::CompileOptions(), &rules);

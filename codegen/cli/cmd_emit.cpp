@@ -23,6 +23,18 @@ Status write_pair(const std::string& dir, const std::string& name, const std::st
   return codegen::write_file_atomic(join_path(dir, name + ".cpp"), source);
 }
 
+// Before any work: neither DIR/NAME.h nor DIR/NAME.cpp may be the input (same device and inode, as
+// prepare_output checks for every command's output), or writing it would replace the model. A DIR
+// that does not exist yet holds neither; write_pair makes it.
+Status check_pair_outputs(const std::string& dir, const std::string& name, const std::string& input) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) return Status::ok();
+  for (const char* suffix : {".h", ".cpp"}) {
+    TUNECAST_RETURN_IF_ERROR(prepare_output(join_path(dir, name + suffix), {input}, false));
+  }
+  return Status::ok();
+}
+
 // Reads -o, --namespace, --name shared by both commands.
 Status output_names(const Args& args, std::string* dir, std::string* name_space,
                     std::string* name) {
@@ -72,6 +84,8 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
   options.thread_local_scratch = args.has("thread-local-scratch");
   if (!status) return usage_error("emit-cpp", status.message());
   options.source = args.positional()[0];
+  status = check_pair_outputs(dir, options.name, args.positional()[0]);
+  if (!status) return fail(status);
 
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
@@ -110,6 +124,8 @@ int cmd_embed(const std::vector<std::string>& argv) {
   std::string dir, name_space, name;
   status = output_names(args, &dir, &name_space, &name);
   if (!status) return usage_error("embed", status.message());
+  status = check_pair_outputs(dir, name, args.positional()[0]);
+  if (!status) return fail(status);
   LoadedModel loaded;
   status = load_model_file(args.positional()[0], &loaded);
   if (!status) return fail(status);

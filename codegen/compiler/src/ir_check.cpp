@@ -1,5 +1,6 @@
 #include "tunecast/codegen/ir_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -24,7 +25,19 @@ class Checker {
   explicit Checker(const ir::Model& model) : model_(model) {}
 
   Status run() {
-    if (model_.graphs.empty()) return fail("model '%s' has no graphs", model_.name.c_str());
+    // No graph: a kernel definition alone (codegen::definition_model: every parameter with its
+    // domain, no seq2seq, no encoding; the runtime loads it as a format-3 blob without a
+    // predictor), or a model missing its graphs.
+    if (model_.graphs.empty()) {
+      const std::vector<ir::Parameter>& params = model_.vocabulary.parameters;
+      const bool definition = !model_.seq2seq && !model_.encoding && !params.empty() &&
+                              std::all_of(params.begin(), params.end(),
+                                          [](const ir::Parameter& p) { return !p.domain.empty(); });
+      if (!definition) return fail("model '%s' has no graphs", model_.name.c_str());
+      TUNECAST_RETURN_IF_ERROR(check_vocabulary());
+      TUNECAST_RETURN_IF_ERROR(check_definition_domains());
+      return check_constraints();
+    }
     for (size_t g = 0; g < model_.graphs.size(); ++g) {
       TUNECAST_RETURN_IF_ERROR(check_graph(model_.graphs[g]));
     }
@@ -437,6 +450,31 @@ class Checker {
         }
         if (ends.count(t)) {
           return fail("parameter '%s' allows end token %u", param.name.c_str(), t);
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  // A model without a predictor searches its parameters' domains: each ascending and distinct,
+  // each position allowing exactly its values' tokens.
+  Status check_definition_domains() {
+    where_ = "vocabulary";
+    const ir::Vocabulary& v = model_.vocabulary;
+    if (v.token_values.empty()) return fail("a model without a predictor (no graphs) has no tokens");
+    for (const ir::Parameter& param : v.parameters) {  // each with a domain (run)
+      if (param.tokens.size() != param.domain.size()) {
+        return fail("parameter '%s' allows %zu tokens for the %zu values of its domain", param.name.c_str(),
+                    param.tokens.size(), param.domain.size());
+      }
+      for (size_t i = 0; i < param.domain.size(); ++i) {
+        if (i > 0 && !(param.domain[i - 1] < param.domain[i])) {
+          return fail("parameter '%s': its domain is not ascending and distinct", param.name.c_str());
+        }
+        if (v.token_values[param.tokens[i]] != param.domain[i]) {  // tokens checked by check_vocabulary
+          return fail("parameter '%s': token %u is %lld, its domain's value %zu is %lld", param.name.c_str(),
+                      param.tokens[i], static_cast<long long>(v.token_values[param.tokens[i]]), i,
+                      static_cast<long long>(param.domain[i]));
         }
       }
     }

@@ -532,6 +532,7 @@ class Parser {
                          "the param statements name " + std::to_string(param_statements_) + " parameters but the model has " +
                              std::to_string(options_.params.size())};
     out_->problem = schema_;
+    finish_domains();
     out_->domains.assign(out_->params.size(), {});
     for (size_t p = 0; p < out_->params.size() && p < domains_.size(); ++p) {
       if (domains_[p]) out_->domains[p] = *domains_[p];
@@ -688,6 +689,57 @@ class Parser {
     if (name_taken(name, &what, check_fields)) fail(at, "param '" + name + "' clashes with " + what + " of the same name");
     param_index_.emplace(name, static_cast<int>(index));
     if (domains_.size() <= index) domains_.resize(index + 1);
+    if (wide_.size() <= index) wide_.resize(index + 1);
+  }
+
+  // True when [lo..hi] is no domain: empty, or more than kMaxSetSize values (no int64 overflow).
+  static bool bad_domain_range(int64_t lo, int64_t hi) {
+    return lo > hi || static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) >= kMaxSetSize;
+  }
+  static std::string bad_domain_message() {
+    return "a domain [lo..hi] needs lo <= hi and at most " + std::to_string(kMaxSetSize) + " values";
+  }
+
+  // `require p in [lo..hi]` with constant bounds: a domain, as `param p in [lo..hi]` is. An empty
+  // range is refused as that statement refuses it; one of more than kMaxSetSize values restricts a
+  // domain the parameter has (or gets from another rule) and is refused only where it would be the
+  // domain itself (finish_domains), so a wide range beside a set keeps meaning what it says.
+  void restrict_domain_range(int p, int64_t lo, int64_t hi, const Token& at) {
+    if (lo > hi) fail(at, bad_domain_message());
+    if (!bad_domain_range(lo, hi)) {
+      std::vector<int64_t> values;
+      for (int64_t v = lo; v <= hi; ++v) values.push_back(v);
+      restrict_domain(p, std::move(values), at);
+      return;
+    }
+    auto& wide = wide_[static_cast<size_t>(p)];
+    if (!wide) {
+      wide = WideRange{lo, hi, at.line, at.col};
+    } else {
+      wide->lo = std::max(wide->lo, lo);
+      wide->hi = std::min(wide->hi, hi);
+    }
+    auto& domain = domains_[static_cast<size_t>(p)];
+    if (domain) {
+      domain->erase(std::remove_if(domain->begin(), domain->end(),
+                                   [&](int64_t v) { return v < wide->lo || v > wide->hi; }),
+                    domain->end());
+    }
+    if (wide->lo > wide->hi || (domain && domain->empty()))
+      fail(at, "parameter '" + out_->params.at(static_cast<size_t>(p)) + "' has no value left in its domain");
+  }
+
+  // The domains at the end: a parameter bounded only by ranges too wide for a domain is refused, at
+  // the first such rule; ranges that narrowed each other to a domain's size give that domain.
+  void finish_domains() {
+    for (size_t p = 0; p < wide_.size() && p < domains_.size(); ++p) {
+      if (!wide_[p] || domains_[p]) continue;
+      const WideRange& wide = *wide_[p];
+      if (bad_domain_range(wide.lo, wide.hi)) throw CompileError{wide.line, wide.col, bad_domain_message()};
+      std::vector<int64_t> values;
+      for (int64_t v = wide.lo; v <= wide.hi; ++v) values.push_back(v);
+      domains_[p] = std::move(values);
+    }
   }
 
   // A domain for parameter `p`, intersected with what it has (a constant `require p in SET`).
@@ -695,6 +747,11 @@ class Parser {
     std::sort(values.begin(), values.end());
     values.erase(std::unique(values.begin(), values.end()), values.end());
     auto& domain = domains_[static_cast<size_t>(p)];
+    if (const auto& wide = wide_[static_cast<size_t>(p)]) {  // a range too wide to enumerate
+      values.erase(std::remove_if(values.begin(), values.end(),
+                                  [&](int64_t v) { return v < wide->lo || v > wide->hi; }),
+                   values.end());
+    }
     if (domain) {
       std::vector<int64_t> both;
       std::set_intersection(domain->begin(), domain->end(), values.begin(), values.end(), std::back_inserter(both));
@@ -846,8 +903,7 @@ class Parser {
       expect("..", "in the domain '[lo..hi]'");
       const int64_t hi = constant("the domain's upper bound");
       expect("]", "to close the domain");
-      if (lo > hi || hi - lo >= static_cast<int64_t>(kMaxSetSize))
-        fail(in, "a domain [lo..hi] needs lo <= hi and at most " + std::to_string(kMaxSetSize) + " values");
+      if (bad_domain_range(lo, hi)) fail(in, bad_domain_message());
       for (int64_t v = lo; v <= hi; ++v) values.push_back(v);
     } else {
       const Token& set_token = peek();
@@ -986,11 +1042,8 @@ class Parser {
     if (!applicability && !tree->kids.empty() && tree->kids[0]->kind == NodeKind::kParam) {
       if (tree->kind == NodeKind::kInSet) {
         restrict_domain(tree->kids[0]->index, tree->set, keyword);
-      } else if (tree->kind == NodeKind::kInRange && is_const(tree->kids[1]) && is_const(tree->kids[2]) &&
-                 tree->kids[2]->value - tree->kids[1]->value < static_cast<int64_t>(kMaxSetSize)) {
-        std::vector<int64_t> values;
-        for (int64_t v = tree->kids[1]->value; v <= tree->kids[2]->value; ++v) values.push_back(v);
-        if (!values.empty()) restrict_domain(tree->kids[0]->index, std::move(values), keyword);
+      } else if (tree->kind == NodeKind::kInRange && is_const(tree->kids[1]) && is_const(tree->kids[2])) {
+        restrict_domain_range(tree->kids[0]->index, tree->kids[1]->value, tree->kids[2]->value, keyword);
       }
     }
     ir::Constraint condition;
@@ -1510,6 +1563,11 @@ class Parser {
   bool own_fields_ = false;  // `field` statements
   std::vector<ir::ProblemFieldDef> schema_;  // empty: the convolution problem
   std::vector<std::optional<std::vector<int64_t>>> domains_;  // per parameter
+  struct WideRange {  // a constant `require p in [lo..hi]` of more values than a domain holds
+    int64_t lo = 0, hi = 0;
+    int line = 0, col = 0;  // of its first rule
+  };
+  std::vector<std::optional<WideRange>> wide_;  // per parameter, the intersection of those ranges
   const std::vector<std::string>* current_args_ = nullptr;
   int parse_depth_ = 0;  // unary() frames on the stack
 
