@@ -395,7 +395,7 @@ TEST_CASE("tune --problems: shards, merged idempotently, finished from the recor
   r = tunecast_test::run_cli(fleet.dir, fleet.tune("s0.db", "--quiet"));
   CHECK(r.exit_code == 1);
   CHECK(contains(r.out, "# unfinished: config "));
-  CHECK(contains(r.err, "4 of 7 problems unfinished (rerun to resume them)"));
+  CHECK(contains(r.err, "4 of 7 problems unfinished (rerun to resume them); the first, "));
 }
 
 TEST_CASE("tune --problems: argument errors") {
@@ -415,6 +415,12 @@ TEST_CASE("tune --problems: argument errors") {
                                             "' --budget 2 --record r.db " + fleet.bench("l.txt"));
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "bad.txt:2: the problem lacks field 'k' (it has no default)"));
+  // A compiled blob handed to check: pointed at inspect, not parsed as text.
+  r = tunecast_test::run_cli(fleet.dir, "compile '" + fleet.def + "' -o '" + fleet.dir.file("k.tcm") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  r = tunecast_test::run_cli(fleet.dir, "check '" + fleet.dir.file("k.tcm") + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "is a compiled model (a .tcm blob): check reads the definition's text"));
   r = tunecast_test::run_cli(fleet.dir, "tune '" + fleet.def + "' --problems '" + fleet.dir.file("problems.txt") +
                                             "' --budget 0 --record '" + fleet.dir.file("r0.db") + "' " + fleet.bench("l.txt"));
   CHECK(r.exit_code == 2);

@@ -83,7 +83,8 @@ int cmd_emit_cpp(const std::vector<std::string>& argv) {
   if (status) status = args.get_int("max-beam", 16, &options.max_beam);
   options.thread_local_scratch = args.has("thread-local-scratch");
   if (!status) return usage_error("emit-cpp", status.message());
-  options.source = args.positional()[0];
+  // The file name alone: generated code must not depend on where the tree was checked out.
+  options.source = std::filesystem::path(args.positional()[0]).filename().string();
   status = check_pair_outputs(dir, options.name, args.positional()[0]);
   if (!status) return fail(status);
 

@@ -795,8 +795,15 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   }
   if (!run.fatal) return fail(run.fatal);
   if (run.failed > 0) {
-    return fail(Status::error(StatusCode::kIoError, "%zu of %zu problems unfinished (rerun to resume them)", run.failed,
-                              selected.size()));
+    std::string first;  // the reason, also under --quiet (which keeps the per-problem lines back)
+    for (size_t i : selected) {
+      if (!items[i].error.empty()) {
+        first = items[i].given + ": " + items[i].error;
+        break;
+      }
+    }
+    return fail(Status::error(StatusCode::kIoError, "%zu of %zu problems unfinished (rerun to resume them); the first, %s",
+                              run.failed, selected.size(), first.c_str()));
   }
   return 0;
 }
