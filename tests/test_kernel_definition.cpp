@@ -375,6 +375,18 @@ TEST_CASE("tune --record keeps a candidate that hung as failed: resumed, the tun
   int lines = 0;
   for (std::string line; std::getline(asked, line); ++lines) CHECK_MESSAGE(line != hung, "asked again: ", line);
   CHECK(lines == 4);  // 6 benchmarks, 2 answered from the recording
+  // The definition edited since: said (its rules may differ), the recording still answers.
+  std::ifstream original(def);
+  std::string text((std::istreambuf_iterator<char>(original)), std::istreambuf_iterator<char>());
+  std::ofstream(dir.file("edited.tcr")) << text << "require warps <= 8   # edited\n";
+  r = tunecast_test::run_cli(dir, "tune '" + dir.file("edited.tcr") + "' --problem m=4096,n=4096,k=1024 --budget 6 --record '" +
+                                      db + "' --bench-cmd '" + dir.file("log.sh") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(r.err.find("rec.db was recorded with another text of " + dir.file("edited.tcr")) != std::string::npos, r.err);
+  r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096,k=1024 --budget 6 --record '" + db +
+                                      "' --bench-cmd '" + dir.file("log.sh") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(r.err.find("was recorded with another text") == std::string::npos, r.err);  // the text it was recorded with
 }
 
 TEST_CASE("tune stopped by a signal takes its benchmark command with it") {

@@ -172,7 +172,7 @@ int cmd_predict(const std::vector<std::string>& argv) {
     if (status && among_lines == 0) {
       status = Status::error(StatusCode::kInvalidArgument, "--among %s lists no config", args.get("among").c_str());
     }
-    if (!status) return usage_error("predict", status.message());
+    if (!status) return status.code() == StatusCode::kInvalidArgument ? usage_error("predict", status.message()) : fail(status);
     if (among.empty()) {  // as when the rules reject them all: no candidate (exit 3)
       return fail(Status::error(StatusCode::kNoValidCandidate,
                                 "no valid candidate: none of the %d configs of --among %s is one the model can emit",

@@ -497,6 +497,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
     std::vector<codegen::TimingRecorder::Measurement> earlier;
     if (status) status = recorder.measurements(recorded_problem, &earlier);
     if (!status) return fail(status);
+    if (recorder.other_definition() && !args.has("quiet")) {
+      std::fprintf(stderr, "tune: note: %s was recorded with another text of %s (its rules or domains may differ): "
+                           "its measurements still answer the configs they name\n",
+                   args.get("record").c_str(), args.positional()[0].c_str());
+    }
     for (auto& m : earlier) resumed[m.params].push_back(std::move(m));
     if (!earlier.empty() && !args.has("quiet")) {
       std::fprintf(stderr, "tune: %s already holds %zu measurements of this problem: they answer first (resuming)\n",

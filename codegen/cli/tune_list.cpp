@@ -720,6 +720,11 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   {
     Marks marks;
     status = codegen::TimingRecorder::open(record, run.info, &run.recorder);
+    if (status && run.recorder.other_definition() && !quiet) {
+      std::fprintf(stderr, "tune: note: %s was recorded with another text of %s (its rules or domains may differ): "
+                           "its measurements still answer the configs they name\n",
+                   record.c_str(), args.positional()[0].c_str());
+    }
     if (status) status = marks.open(record, true);
     for (size_t k = 0; status && k < selected.size(); ++k) {
       Item& item = items[selected[k]];

@@ -503,7 +503,8 @@ std::string joined_names(const std::vector<std::string>& names) {
 
 TimingRecorder::~TimingRecorder() { sqlite3_close(static_cast<sqlite3*>(db_)); }
 
-TimingRecorder::TimingRecorder(TimingRecorder&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+TimingRecorder::TimingRecorder(TimingRecorder&& other) noexcept
+    : db_(other.db_), path_(std::move(other.path_)), other_definition_(other.other_definition_) {
   other.db_ = nullptr;
 }
 
@@ -512,6 +513,7 @@ TimingRecorder& TimingRecorder::operator=(TimingRecorder&& other) noexcept {
     sqlite3_close(static_cast<sqlite3*>(db_));
     db_ = other.db_;
     path_ = std::move(other.path_);
+    other_definition_ = other.other_definition_;
     other.db_ = nullptr;
   }
   return *this;
@@ -568,6 +570,7 @@ Status TimingRecorder::open(const std::string& path, const RecordingInfo& info, 
                            path.c_str(), meta["solver"].c_str(), meta["params"].c_str(), meta["fields"].c_str(),
                            info.kernel.c_str(), params.c_str(), fields.c_str());
     }
+    out->other_definition_ = !meta["definition"].empty() && !info.definition.empty() && meta["definition"] != info.definition;
     return Status::ok();
   }
   std::string columns;

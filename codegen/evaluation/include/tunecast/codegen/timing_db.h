@@ -140,10 +140,14 @@ class TimingRecorder {
   Status begin_batch();
   Status commit_batch();
   const std::string& path() const { return path_; }
+  // Whether the existing file was recorded with another definition text than RecordingInfo's (its
+  // rules or domains may differ; its measurements still answer by parameter values).
+  bool other_definition() const { return other_definition_; }
 
  private:
   void* db_ = nullptr;  // sqlite3*
   std::string path_;
+  bool other_definition_ = false;
 };
 
 // Whether `path` starts with xz's magic bytes (the repository keeps timing DBs compressed).
