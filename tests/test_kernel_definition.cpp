@@ -240,6 +240,23 @@ TEST_CASE("search without a predictor: first_configs are measured first, in orde
   CHECK(result.best_time == doctest::Approx(19.0));  // 16,1,1: the space-filling start and the surrogate go on
 }
 
+// The measurements of a ToyGemm recording's one problem (tests/data/kernels/toy_gemm.tcr), in
+// recorded order.
+std::vector<codegen::TimingRecorder::Measurement> toy_gemm_measurements(const std::string& db) {
+  codegen::TimingRecorder reader;
+  codegen::RecordingInfo info;
+  info.kernel = "ToyGemm";
+  info.params = {"tile_m", "tile_n", "split_k", "warps"};
+  info.fields = {"m", "n", "k", "dtype", "arch"};
+  std::vector<codegen::TimingRecorder::Measurement> rows;
+  codegen::TimingDb recorded;
+  REQUIRE(codegen::TimingRecorder::open(db, info, &reader).is_ok());
+  REQUIRE(codegen::TimingDb::open(db, "", &recorded).is_ok());
+  REQUIRE(recorded.problems().size() == 1);
+  REQUIRE(reader.measurements(recorded.problems()[0].config_id, &rows).is_ok());
+  return rows;
+}
+
 TEST_CASE("rank_recorded_configs: the mean log speed over the problems that recorded a config, shrunk toward 0.5") {
   codegen::ProblemTimings a, b;
   auto ok = [](double t) { return codegen::ProblemTimings::Timing{t, true, "ok"}; };
@@ -287,17 +304,7 @@ TEST_CASE("kernel definition CLI: check, tune with no model, --record, resume, -
   // Nothing measured twice: every recorded row is a distinct config, at most 12 + 20 of them.
   CHECK(timings.size() >= 20);
   CHECK(timings.size() <= 32);
-  {
-    codegen::TimingRecorder reader;
-    codegen::RecordingInfo info;
-    info.kernel = "ToyGemm";
-    info.params = {"tile_m", "tile_n", "split_k", "warps"};
-    info.fields = {"m", "n", "k", "dtype", "arch"};
-    REQUIRE(codegen::TimingRecorder::open(db, info, &reader).is_ok());
-    std::vector<codegen::TimingRecorder::Measurement> rows;
-    REQUIRE(reader.measurements(recorded.problems()[0].config_id, &rows).is_ok());
-    CHECK(rows.size() == timings.size());
-  }
+  CHECK(toy_gemm_measurements(db).size() == timings.size());
 
   // The same search replayed from the recording gives the same best.
   r = tunecast_test::run_cli(dir, "tune '" + def + "' --problem m=4096,n=4096,k=1024 --replay '" + db +
@@ -353,17 +360,7 @@ TEST_CASE("tune --record keeps a candidate that hung as failed: resumed, the tun
   REQUIRE_MESSAGE(at != std::string::npos, r.err);
   const std::string hung = r.err.substr(at + 26, r.err.find(')', at) - at - 26);  // "tile_m,tile_n,split_k,warps"
   {
-    codegen::TimingRecorder reader;
-    codegen::RecordingInfo info;
-    info.kernel = "ToyGemm";
-    info.params = {"tile_m", "tile_n", "split_k", "warps"};
-    info.fields = {"m", "n", "k", "dtype", "arch"};
-    REQUIRE(codegen::TimingRecorder::open(db, info, &reader).is_ok());
-    codegen::TimingDb recorded;
-    REQUIRE(codegen::TimingDb::open(db, "", &recorded).is_ok());
-    REQUIRE(recorded.problems().size() == 1);
-    std::vector<codegen::TimingRecorder::Measurement> rows;
-    REQUIRE(reader.measurements(recorded.problems()[0].config_id, &rows).is_ok());
+    const std::vector<codegen::TimingRecorder::Measurement> rows = toy_gemm_measurements(db);
     REQUIRE(rows.size() == 2);
     CHECK(rows[1].params == hung);
     CHECK_FALSE(rows[1].ok);
