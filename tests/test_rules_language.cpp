@@ -525,12 +525,16 @@ TEST_CASE("rules: a require range too wide or empty for a domain is refused as a
   // Bounds at the ends of int64: no overflow in the count.
   CHECK(domain_error("params a\nrequire a in [-9223372036854775807..9223372036854775807]\n") ==
         "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
-  // Compiled for a model (its vocabulary names the parameters): the same.
+  // Compiled for a model (its vocabulary names the parameters and gives their values): a wide range
+  // is a rule, not a domain; an empty one is still refused.
   {
     rules::CompiledRules out;
     rules::CompileOptions options;
     options.params = {"a", "b"};
-    const Status status = rules::compile("params a, b\nrequire b in [1..5000]\n", "d.tcr", options, &out);
+    REQUIRE(rules::compile("params a, b\nrequire b in [1..5000]\n", "d.tcr", options, &out).is_ok());
+    CHECK(out.constraints.size() == 1);
+    CHECK(out.domains[1].empty());
+    const Status status = rules::compile("params a, b\nrequire b in [5..1]\n", "d.tcr", options, &out);
     CHECK(std::string(status.message()) == "d.tcr:2:1: a domain [lo..hi] needs lo <= hi and at most 4096 values");
   }
 

@@ -731,11 +731,15 @@ class Parser {
 
   // The domains at the end: a parameter bounded only by ranges too wide for a domain is refused, at
   // the first such rule; ranges that narrowed each other to a domain's size give that domain.
+  // Compiled for a model, whose vocabulary gives the values, such a range is a rule and no more.
   void finish_domains() {
     for (size_t p = 0; p < wide_.size() && p < domains_.size(); ++p) {
       if (!wide_[p] || domains_[p]) continue;
       const WideRange& wide = *wide_[p];
-      if (bad_domain_range(wide.lo, wide.hi)) throw CompileError{wide.line, wide.col, bad_domain_message()};
+      if (bad_domain_range(wide.lo, wide.hi)) {
+        if (!options_.params.empty()) continue;
+        throw CompileError{wide.line, wide.col, bad_domain_message()};
+      }
       std::vector<int64_t> values;
       for (int64_t v = wide.lo; v <= wide.hi; ++v) values.push_back(v);
       domains_[p] = std::move(values);
