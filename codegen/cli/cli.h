@@ -53,6 +53,8 @@ struct LoadedModel {
 };
 Status load_model_file(const std::string& path, LoadedModel* out, bool verify_weights = true);
 
+// Whether `path` is a compiled model (a .tcm blob: FlatBuffers identifier TCMD), by its first bytes.
+bool is_model_blob(const std::string& path);
 // Whether `path` holds a kernel definition (rules-language text) rather than a blob.
 bool is_definition_file(const std::string& path);
 

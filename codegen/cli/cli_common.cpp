@@ -138,11 +138,15 @@ Status load_model_file(const std::string& path, LoadedModel* out, bool verify_we
   return Status::ok();
 }
 
-bool is_definition_file(const std::string& path) {
+bool is_model_blob(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char head[8] = {};
   in.read(head, sizeof head);
-  if (in.gcount() == 8 && std::memcmp(head + 4, "TCMD", 4) == 0) return false;
+  return in.gcount() == 8 && std::memcmp(head + 4, "TCMD", 4) == 0;
+}
+
+bool is_definition_file(const std::string& path) {
+  if (is_model_blob(path)) return false;
   return path.size() > 4 && path.compare(path.size() - 4, 4, ".tcr") == 0;
 }
 

@@ -2,8 +2,6 @@
 // size of its space; with --timings, every recorded measurement against its rules (recorded failures
 // the rules accept, and configs that ran although the rules reject them).
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -116,14 +114,9 @@ int cmd_check(const std::vector<std::string>& argv) {
   status = args.get_int("limit", 20, &limit);
   if (!status) return usage_error("check", status.message());
 
-  {  // a compiled blob is no text to parse: point at the command that reads it
-    std::ifstream in(path, std::ios::binary);
-    char head[8] = {};
-    in.read(head, sizeof head);
-    if (in.gcount() == 8 && std::memcmp(head + 4, "TCMD", 4) == 0) {
-      return usage_error("check", path + " is a compiled model (a .tcm blob): check reads the definition's text "
-                                  "(KERNEL.tcr); tunecast inspect reads the blob");
-    }
+  if (is_model_blob(path)) {  // no text to parse: point at the command that reads it
+    return usage_error("check", path + " is a compiled model (a .tcm blob): check reads the definition's text "
+                                "(KERNEL.tcr); tunecast inspect reads the blob");
   }
   rules::CompiledRules rules;
   status = rules::compile_file(path, rules::CompileOptions(), &rules);

@@ -603,17 +603,7 @@ Status miopen_perf_db(const Model& model, const std::string& solver, const std::
     rows.push_back(row);
   }
   if (rows.empty()) return Status::error(StatusCode::kNotFound, "--perf-db: no problem has a best config to write");
-  auto arch = [&](const table::Row& r) {
-    return r.problem.has(ProblemField::kArch) ? r.problem.get(ProblemField::kArch) : -1;
-  };
-  for (const table::Row& row : rows) {
-    if (arch(row) != arch(rows.front())) {
-      return Status::error(StatusCode::kInvalidArgument,
-                           "--perf-db: a perf DB holds one arch (its key has none): %s:%d and %s:%d differ; write one "
-                           "per arch (a list per arch)",
-                           list_path.c_str(), rows.front().line, list_path.c_str(), row.line);
-    }
-  }
+  // One arch: checked on the whole list before tuning (tune_problem_list).
   TUNECAST_RETURN_IF_ERROR(table::check_perf_db_fields(list_path, rows));
   (void)model;
   return table::perf_db_bytes(solver, rows, out, bytes, written, held);
