@@ -53,6 +53,7 @@ void compile_then_tune(const tunecast_test::TempDir& dir, const std::string& def
   CHECK_MESSAGE(contains(r.out, "model " + kernel + " (format 3,"), r.out);
   CHECK_MESSAGE(contains(r.out, "(no predictor)"), r.out);
   CHECK_MESSAGE(contains(r.out, "weights checksum: fnv1a64:"), r.out);
+  CHECK_MESSAGE(contains(r.out, "parameters (a definition: their domains are the space):\n  0 "), r.out);
 
   // The blob loads as the runtime's definition: no graph, the definition's parameters and domains.
   tunecast_test::AlignedBlob bytes;

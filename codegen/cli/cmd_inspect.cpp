@@ -223,6 +223,19 @@ int cmd_inspect(const std::vector<std::string>& argv) {
       while (model.decode_position(step) != p) ++step;
       std::printf("   (%d constraints)\n", model.constraint_begin(step + 1) - model.constraint_begin(step));
     }
+  } else if (!model.has_predictor()) {  // a kernel definition: its domains are the search space
+    std::printf("parameters (a definition: their domains are the space):\n");
+    for (int p = 0; p < model.parameter_count(); ++p) {
+      const int64_t* values = nullptr;
+      int count = 0;
+      std::printf("  %d %-18s", p, model.parameter_name(p));
+      if (model.parameter_domain(p, &values, &count)) {
+        for (int i = 0; i < count; ++i) std::printf(" %lld", static_cast<long long>(values[i]));
+      }
+      int step = 0;  // as above: constraints grouped by the step that sets this position
+      while (model.decode_position(step) != p) ++step;
+      std::printf("   (%d constraints)\n", model.constraint_begin(step + 1) - model.constraint_begin(step));
+    }
   }
   if (const schema::Encoding* enc = root->encoding()) {
     std::printf("feature encoding: [%u, %u] input from %u statements; reads:", enc->rows(),

@@ -123,8 +123,8 @@ void print_report(const Options& options, const Report& report) {
               options.split.c_str(), model_scores.n);
   if (!report.in_sample_splits.empty() && report.in_sample.any()) {
     if (report.in_sample.known) {
-      std::printf("IN-SAMPLE: the model learned %zu of these %d problems (its fit_on: %s): the figures measure "
-                  "recall, not accuracy on new problems\n",
+      std::printf("IN-SAMPLE: the model learned %zu of these %d problems (it was fitted on the evaluated %s): "
+                  "the figures measure recall, not accuracy on new problems\n",
                   report.in_sample.count, model_scores.n, joined(report.in_sample_splits).c_str());
     } else {
       std::printf("IN-SAMPLE (maybe): the model learned from the evaluated splits (%s) and which of these problems "
