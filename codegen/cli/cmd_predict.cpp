@@ -152,14 +152,14 @@ int cmd_predict(const std::vector<std::string>& argv) {
       // A value the model never emits at its position: the config cannot come out of the beam,
       // whatever the rules say. Said, not dropped silently.
       for (int p = 0; p < model.parameter_count(); ++p) {
+        auto emits = [&](int t) { return model.token_allowed(p, t) && !model.is_end_token(t); };
         bool emitted = false;
-        std::string values;
-        for (int t = 0; t < model.token_count(); ++t) {
-          if (!model.token_allowed(p, t) || model.is_end_token(t)) continue;
-          emitted = emitted || model.token_value(t) == config[p];
-          values += (values.empty() ? "" : ", ") + std::to_string(model.token_value(t));
-        }
+        for (int t = 0; t < model.token_count() && !emitted; ++t) emitted = emits(t) && model.token_value(t) == config[p];
         if (!emitted) {
+          std::string values;
+          for (int t = 0; t < model.token_count(); ++t) {
+            if (emits(t)) values += (values.empty() ? "" : ", ") + std::to_string(model.token_value(t));
+          }
           std::fprintf(stderr, "predict: note: %s:%d: %lld is not a value the model emits for %s (%s): left out\n",
                        args.get("among").c_str(), number, static_cast<long long>(config[p]), model.parameter_name(p),
                        values.c_str());

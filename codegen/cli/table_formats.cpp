@@ -67,7 +67,8 @@ Status sqlite_error(sqlite3* db, const char* what) {
   return Status::error(StatusCode::kIoError, "perf DB: %s: %s", what, sqlite3_errmsg(db));
 }
 
-// Writes the rows that found a candidate into a fresh SQLite file at `path`.
+// Writes the rows that found a candidate into the SQLite file at `path` (empty, or a perf DB to
+// merge into: same solver and problem replaced, every other row kept).
 Status write_perf_db(const std::string& path, const std::string& solver, const std::vector<Row>& rows,
                      size_t* written, size_t* held) {
   sqlite3* db = nullptr;
@@ -288,7 +289,6 @@ Status check_perf_db_fields(const std::string& path, const std::vector<Row>& row
   return Status::ok();
 }
 
-// Builds the DB in a private temporary file, then publishes its bytes atomically.
 Status check_perf_db_output(const std::string& path) {
   struct stat st;
   if (path.empty() || path == "-" || ::stat(path.c_str(), &st) != 0) return Status::ok();  // a new file
@@ -308,6 +308,8 @@ Status check_perf_db_output(const std::string& path) {
   return Status::ok();
 }
 
+// Builds the DB in a private temporary file (a copy of merge_into's when it exists), then hands
+// back its bytes for the caller to publish atomically.
 Status perf_db_bytes(const std::string& solver, const std::vector<Row>& rows, const std::string& merge_into,
                      std::string* bytes, size_t* written, size_t* held) {
   // An existing perf DB keeps every row this run does not write (other solvers, other problems):
