@@ -39,7 +39,7 @@ extern "C" void kill_groups_and_die(int sig) {
   raise(sig);
 }
 
-void watch_group(pid_t pid) {
+void install_group_killer() {
   static std::once_flag installed;
   std::call_once(installed, [] {
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
@@ -52,6 +52,9 @@ void watch_group(pid_t pid) {
       sigaction(sig, &action, nullptr);
     }
   });
+}
+
+void watch_group(pid_t pid) {
   for (std::atomic<pid_t>& g : g_groups) {
     pid_t free_slot = 0;
     if (g.compare_exchange_strong(free_slot, pid)) return;
@@ -125,9 +128,17 @@ Status BenchCommand::start(const std::string& command, const std::vector<std::st
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  // A stop signal between the spawn and watch_group would leave the command running: held back
+  // until the group is watched (the command itself starts with our mask as it was).
+  install_group_killer();
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+  pthread_sigmask(SIG_BLOCK, &stops, &before);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setsigmask(&attributes, &before);
   posix_spawnattr_setpgroup(&attributes, 0);  // its own group: a timeout ends the command and its children
   std::string shell_command = command;
   char sh[] = "/bin/sh", dash_c[] = "-c";
@@ -139,11 +150,12 @@ Status BenchCommand::start(const std::string& command, const std::vector<std::st
   close(out[1]);
   to_child_ = in[1];
   from_child_ = out[0];
+  if (rc == 0) watch_group(pid_);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (rc != 0) {
     pid_ = -1;
     return Status::error(StatusCode::kIoError, "--bench-cmd: cannot start /bin/sh: %s", std::strerror(rc));
   }
-  watch_group(pid_);
   return Status::ok();
 }
 
