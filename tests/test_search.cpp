@@ -546,6 +546,47 @@ TEST_CASE("search without a predictor: a restart leaves a local optimum that no 
   CHECK(seeds_finding(space, 100, Benchmark::from(bench), 1.0) >= 18);  // budget 100 of 8,192 configs
 }
 
+TEST_CASE("search without a predictor: a best config's neighbour is labelled exploit, a draw explore") {
+  // Every benchmark used to be labelled explore. A smooth bowl: the local phase (from 0.4 of the
+  // budget) proposes only the best config's neighbours, the start only random draws.
+  static const int64_t level[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  SearchSpace space;
+  space.parameter_count = 4;
+  for (int p = 0; p < 4; ++p) set_values(&space, p, level);
+  auto bench = [](const int64_t* v, int, double* time) {
+    double d = 0.0;
+    for (int p = 0; p < 4; ++p) d += (v[p] - 5.0) * (v[p] - 5.0);
+    *time = 1.0 + d;
+    return BenchmarkStatus::kOk;
+  };
+  SearchOptions options;
+  options.budget = 40;
+  options.seed = 3;
+  std::vector<unsigned char> scratch(tunecast::search_scratch_bytes(space, options));
+  std::vector<SearchTrial> history(40);
+  SearchResult result;
+  REQUIRE(tunecast::search(space, nullptr, options, Benchmark::from(bench), scratch.data(), scratch.size(),
+                           history.data(), 40, &result)
+              .is_ok());
+  REQUIRE(result.benchmarks == 40);
+  CHECK(history[0].phase == SearchPhase::kExplore);   // the space-filling start
+  CHECK(history[39].phase == SearchPhase::kExploit);  // the local phase
+  int exploit = 0;
+  for (int i = 0; i < 40; ++i) {
+    if (history[i].phase != SearchPhase::kExploit) continue;
+    ++exploit;
+    bool near_earlier = false;  // within two changed parameters of a config measured before it
+    for (int j = 0; j < i && !near_earlier; ++j) {
+      int changed = 0;
+      for (int p = 0; p < 4; ++p) changed += history[i].values[p] != history[j].values[p];
+      near_earlier = changed <= 2;
+    }
+    CHECK(near_earlier);
+  }
+  CHECK(result.explore_benchmarks == 40 - exploit);
+  CHECK(exploit >= 20);
+}
+
 TEST_CASE("search without a predictor: the start takes a thread-count grid's powers of two, a factor's every value") {
   // block_x is a thread-count grid (16, 32, ..., 256: evenly spaced by 16, mostly not powers of
   // two), tile a factor (1-4, a unit step) and pad a two-valued flag. A uniform start would put 11

@@ -760,6 +760,7 @@ class Engine {
     // Candidates: random valid draws, and the best configs' neighbours (one parameter to any value, two +-1).
     uint16_t choice[kMaxParameters];
     double choice_ei = -1.0;
+    bool choice_local = false, considering_local = false;  // the phase a benchmark is labelled with
     auto consider = [&](const uint16_t* index) {
       if (find(index) != nullptr || in_tabu(index, kGpTabuRadius)) return;
       int64_t values[kMaxParameters];
@@ -768,10 +769,12 @@ class Engine {
       const double ei = improvement(index, n, d, ls_, y_best);
       if (ei > choice_ei) {
         choice_ei = ei;
+        choice_local = considering_local;
         std::copy(index, index + space_.count, choice);
       }
     };
     auto consider_draws = [&] {
+      considering_local = false;
       for (int i = 0; i < kGpDraws; ++i) {
         uint16_t index[kMaxParameters];
         if (draw_valid(rng, index)) consider(index);
@@ -820,6 +823,7 @@ class Engine {
       consider_draws();
       pick_centres(kGpLocal);
     }
+    considering_local = true;
     for (int l = 0; l < locals; ++l) {
       const uint16_t* center = local[l]->index;
       for (int a = 0; a < space_.count; ++a) {
@@ -852,7 +856,8 @@ class Engine {
     }
     if (choice_ei < 0.0 && local_phase) consider_draws();
     if (choice_ei < 0.0) return false;
-    propose(choice, SearchPhase::kExplore);
+    // A best config's neighbour is exploitation, a random draw exploration (the history's phase).
+    propose(choice, choice_local ? SearchPhase::kExploit : SearchPhase::kExplore);
     return true;
   }
 
