@@ -528,6 +528,46 @@ TEST_CASE("Kernel Tuner times: the unit a T4 file states, else Kernel Tuner's mi
   }
 }
 
+TEST_CASE("Kernel Tuner files: the time whatever the objective; failures as the timing DB's kinds") {
+  tunecast_test::TempDir dir;
+  // A GFLOP/s objective (larger when better) was minimized as if it were the time.
+  nlohmann::json j = nlohmann::json::parse(units_t4("ms", nullptr, 2.0));
+  for (nlohmann::json& r : j["results"]) {
+    r["objectives"] = {"GFLOP/s"};
+    const double t = r["measurements"][0]["value"].get<double>();
+    r["measurements"].push_back({{"name", "GFLOP/s"}, {"value", 1000.0 / t}, {"unit", ""}});
+  }
+  const char* kinds[][2] = {{"compile", "compile_fail"}, {"runtime", "launch_fail"}, {"constraints", "out_of_resources"}};
+  for (int i = 0; i < 3; ++i) j["results"][i + 1]["invalidity"] = kinds[i][0];
+  std::ofstream(dir.file("t4.json")) << j.dump();
+  codegen::TuningCache cache;
+  REQUIRE(codegen::read_tuning_cache(dir.file("t4.json"), &cache).is_ok());
+  CHECK(cache.timings.optimum() == doctest::Approx(2.0));  // bx 16, ty 1: 2 ms, 500 GFLOP/s
+  for (int i = 0; i < 3; ++i) {
+    const codegen::ProblemTimings::Timing* t = cache.timings.find({j["results"][i + 1]["configuration"]["bx"].get<int64_t>(),
+                                                          j["results"][i + 1]["configuration"]["ty"].get<int64_t>()});
+    REQUIRE(t != nullptr);
+    CHECK(t->status == kinds[i][1]);
+  }
+  // A Kernel Tuner cache file's error names alike.
+  nlohmann::json c;
+  c["tune_params_keys"] = {"bx"};
+  c["cache"]["16"] = {{"bx", 16}, {"time", 1.5}};
+  c["cache"]["32"] = {{"bx", 32}, {"time", "CompilationFailedConfig"}};
+  c["cache"]["64"] = {{"bx", 64}, {"time", "RuntimeFailedConfig"}};
+  c["cache"]["128"] = {{"bx", 128}, {"time", "InvalidConfig"}};
+  c["cache"]["256"] = {{"bx", 256}, {"time", 1e20}};
+  std::ofstream(dir.file("cache.json")) << c.dump();
+  REQUIRE(codegen::read_tuning_cache(dir.file("cache.json"), &cache).is_ok());
+  const std::pair<int64_t, const char*> expected[] = {
+      {32, "compile_fail"}, {64, "launch_fail"}, {128, "out_of_resources"}, {256, "fail"}};
+  for (const auto& [bx, kind] : expected) {
+    const codegen::ProblemTimings::Timing* t = cache.timings.find({bx});
+    REQUIRE(t != nullptr);
+    CHECK_MESSAGE(t->status == kind, bx);
+  }
+}
+
 TEST_CASE("tune --replay reads gzip-compressed Kernel Tuner files (the benchmark hub's .json.gz)") {
   tunecast_test::TempDir dir;
   const std::string t4 = std::string(TUNECAST_SOURCE_DIR) + "/tests/data/search/t4_small.json";

@@ -312,7 +312,7 @@ TEST_CASE("Kernel Tuner files: T4 results and cache read into one recording") {
   const auto* failed = t4.timings.find({128, 4, 0});
   REQUIRE(failed != nullptr);
   CHECK_FALSE(failed->ok);
-  CHECK(failed->status == "compile");
+  CHECK(failed->status == "compile_fail");
   CHECK(t4.timings.optimum() == doctest::Approx(2.0));
   CHECK(t4.timings.optimal_config() == std::vector<int64_t>{32, 2, 1});
   tunecast::codegen::TuningCache kt;
@@ -321,7 +321,7 @@ TEST_CASE("Kernel Tuner files: T4 results and cache read into one recording") {
               .is_ok());
   CHECK(kt.format == "Kernel Tuner cache");
   CHECK(kt.timings.size() == 6);
-  CHECK(kt.timings.find({64, 1})->status == "CompilationFailedConfig");
+  CHECK(kt.timings.find({64, 1})->status == "compile_fail");
 }
 
 TEST_CASE("CLI eval-search: every strategy at every budget on the synthetic timing DB") {

@@ -61,7 +61,6 @@ Status fail(const std::string& path, const std::string& what) {
   return Status::error_with_tail(StatusCode::kInvalidArgument, what.c_str(), (" in " + path).c_str());
 }
 
-// T4: the objective's measurement when there is one, else the mean of the runtimes.
 // A unit as T4 files write it, as "ms", "s", "us" or "ns"; "" for one not known. Kernel Tuner measures
 // time in milliseconds, and the benchmark hub's files say so as "", "miliseconds" or "milliseconds".
 std::string canonical_unit(const std::string& unit) {
@@ -72,15 +71,24 @@ std::string canonical_unit(const std::string& unit) {
   return "";
 }
 
+// Kernel Tuner's failures as a timing DB's failure kinds (docs/kernels.md): T4's invalidity and the
+// cache's error names. InvalidConfig ("constraints" in T4) is a config Kernel Tuner could not
+// launch (more threads per block than the device has); anything else is `fail`.
+std::string failure_kind(const std::string& kernel_tuner) {
+  if (kernel_tuner == "compile" || kernel_tuner == "CompilationFailedConfig") return "compile_fail";
+  if (kernel_tuner == "runtime" || kernel_tuner == "RuntimeFailedConfig") return "launch_fail";
+  if (kernel_tuner == "constraints" || kernel_tuner == "InvalidConfig") return "out_of_resources";
+  if (kernel_tuner == "timeout") return "timeout";
+  if (kernel_tuner == "correctness") return "wrong_result";
+  return "fail";
+}
+
+// The measurement named "time" whatever the file's objective: tunecast minimizes a time, and an
+// objective such as GFLOP/s is larger when better (a Kernel Tuner cache's "time" is used alike).
 bool t4_time(const Json& result, double* time, std::string* unit) {
-  std::string objective = "time";
-  if (const auto it = result.find("objectives"); it != result.end() && it->is_array() && !it->empty() &&
-                                                 (*it)[0].is_string()) {
-    objective = (*it)[0].get<std::string>();
-  }
   if (const auto it = result.find("measurements"); it != result.end() && it->is_array()) {
     for (const Json& m : *it) {
-      if (m.is_object() && m.value("name", "") == objective && m.contains("value") && m["value"].is_number()) {
+      if (m.is_object() && m.value("name", "") == "time" && m.contains("value") && m["value"].is_number()) {
         *time = m["value"].get<double>();
         if (m.contains("unit") && m["unit"].is_string()) *unit = m["unit"].get<std::string>();
         return true;
@@ -201,11 +209,11 @@ Status read_tuning_cache(const std::string& path, TuningCache* out) {
         std::string unit;
         double time = 0.0;
         if (invalidity != "correct") {
-          e.timing.status = invalidity;
+          e.timing.status = failure_kind(invalidity);
         } else if (!t4_time(r, &time, &unit)) {
-          e.timing.status = "no time";
+          e.timing.status = "fail";  // no time recorded
         } else if (!(time >= 0.0) || !std::isfinite(time) || time >= kKernelTunerErrorValue) {
-          e.timing.status = "invalid time";
+          e.timing.status = "fail";  // Kernel Tuner's error value, or no time at all
         } else {
           e.timing.ok = true;
           e.timing.status = "ok";
@@ -235,15 +243,15 @@ Status read_tuning_cache(const std::string& path, TuningCache* out) {
         }
         const auto time = it->find("time");
         if (time == it->end()) {
-          e.timing.status = "no time";
+          e.timing.status = "fail";
         } else if (time->is_string()) {
-          e.timing.status = time->get<std::string>();  // InvalidConfig, CompilationFailedConfig, RuntimeFailedConfig
+          e.timing.status = failure_kind(time->get<std::string>());
         } else if (time->is_number() && time->get<double>() >= 0.0 && time->get<double>() < kKernelTunerErrorValue) {
           e.timing.ok = true;
           e.timing.status = "ok";
           e.timing.time = time->get<double>();
         } else {
-          e.timing.status = "invalid time";
+          e.timing.status = "fail";
         }
         entries.push_back(std::move(e));
       }
