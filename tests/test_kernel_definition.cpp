@@ -4,6 +4,7 @@
 #include <doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -566,6 +567,41 @@ TEST_CASE("Kernel Tuner files: the time whatever the objective; failures as the 
     REQUIRE(t != nullptr);
     CHECK_MESSAGE(t->status == kind, bx);
   }
+}
+
+TEST_CASE("import-timings: two GPUs' Kernel Tuner files are not mixed into one problem; a failed import leaves no DB") {
+  tunecast_test::TempDir dir;
+  const std::string def = dir.file("gpus.tcr");
+  std::ofstream(def) << "kernel Gpus\nfield size in [0..0] default 0\nfield arch default a100\nparam bx in {16, 32}\n"
+                        "param ty in {1, 2}\n";
+  std::ofstream(dir.file("a100.json")) << units_t4("ms", nullptr, 2.0);
+  std::ofstream(dir.file("a100_again.json")) << units_t4("ms", nullptr, 2.0);  // the same run's numbers
+  std::ofstream(dir.file("a4000.json")) << units_t4("ms", nullptr, 3.0);
+  const std::string db = dir.file("gpus.db");
+  // Both under one problem: each config's median used to be the mean of the two GPUs.
+  tunecast_test::CliResult r = tunecast_test::run_cli(
+      dir, "import-timings '" + def + "' '" + dir.file("a100.json") + "' '" + dir.file("a4000.json") + "' -o '" + db + "'");
+  CHECK(r.exit_code != 0);
+  CHECK_MESSAGE(r.err.find("already holds config (16,1) as 2000 us, ") != std::string::npos, r.err);
+  CHECK(r.err.find("--problem arch=NAME") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(db));  // the DB this import created is not kept half-made
+  r = tunecast_test::run_cli(dir, "import-timings '" + def + "' /nonexistent.json -o '" + db + "'");
+  CHECK(r.exit_code != 0);
+  CHECK_FALSE(std::filesystem::exists(db));
+  // One problem per GPU, and the same run twice, are accepted.
+  r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + dir.file("a100.json") + "' '" + dir.file("a100_again.json") +
+                                      "' --problem arch=a100 -o '" + db + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + dir.file("a4000.json") + "' --problem arch=a4000 -o '" + db + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  codegen::TimingDb imported;
+  REQUIRE(codegen::TimingDb::open(db, "", &imported).is_ok());
+  REQUIRE(imported.problems().size() == 2);
+  // A failed import into an existing DB keeps the DB and what it held.
+  r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + dir.file("a4000.json") + "' --problem arch=a100 -o '" + db + "'");
+  CHECK(r.exit_code != 0);
+  REQUIRE(codegen::TimingDb::open(db, "", &imported).is_ok());
+  CHECK(imported.problems().size() == 2);
 }
 
 TEST_CASE("tune --replay reads gzip-compressed Kernel Tuner files (the benchmark hub's .json.gz)") {

@@ -2,10 +2,12 @@
 // (docs/kernels.md): a documented CSV, Kernel Tuner's T4 results or cache file (one problem each),
 // another tunecast-timings/2 DB, or the MIOpen-keyed timing DB of issue 25. Idempotent: importing
 // the same input twice adds nothing.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -65,6 +67,12 @@ std::vector<std::string> values_of(const ProblemSchema& schema, const Problem& p
   return values;
 }
 
+std::vector<int64_t> reorder(const std::vector<int64_t>& recorded, const std::vector<int>& positions) {
+  std::vector<int64_t> config(recorded.size());
+  for (size_t q = 0; q < config.size(); ++q) config[q] = recorded[positions.empty() ? q : positions[q]];
+  return config;
+}
+
 class Importer {
  public:
   Importer(const Model& model, codegen::TimingRecorder* recorder) : model_(model), recorder_(recorder) {
@@ -72,22 +80,48 @@ class Importer {
   }
 
   Status add(const Problem& problem, const std::vector<int64_t>& config, bool ok, double time, const std::string& status) {
-    const std::string text = problem_text(model_, problem);
-    auto it = ids_.find(text);
-    if (it == ids_.end()) {
-      int64_t id = 0;
-      TUNECAST_RETURN_IF_ERROR(recorder_->problem(text, values_of(model_.problem_schema(), problem), &id));
-      it = ids_.emplace(text, id).first;
-    }
-    Measurement m;
-    for (size_t p = 0; p < config.size(); ++p) m.params += (p ? "," : "") + std::to_string(config[p]);
-    m.ok = ok;
-    m.time = time;
-    m.status = ok ? "ok" : status;
+    int64_t id = 0;
+    TUNECAST_RETURN_IF_ERROR(problem_id(problem, &id));
+    Measurement m = measurement(config, ok, time, status);
     bool added = false;
-    TUNECAST_RETURN_IF_ERROR(recorder_->append(it->second, m, &added));
+    TUNECAST_RETURN_IF_ERROR(recorder_->append(id, m, &added));
     ++rows_;
     added_ += added;
+    return Status::ok();
+  }
+
+  // A Kernel Tuner file is one run on one GPU. One whose outcome for a config differs from what the
+  // problem already holds (another GPU's cache imported under the same problem) is refused: the
+  // times would be mixed (each config's median, the mean of two GPUs). The same run's T4 file and
+  // cache agree, and merge.
+  Status check_same_run(const Problem& problem, const std::string& path, const codegen::TuningCache& cache,
+                        const std::vector<int>& positions, double scale) {
+    int64_t id = 0;
+    TUNECAST_RETURN_IF_ERROR(problem_id(problem, &id));
+    std::vector<Measurement> held;
+    TUNECAST_RETURN_IF_ERROR(recorder_->measurements(id, &held));
+    if (held.empty()) return Status::ok();
+    std::map<std::string, const Measurement*> by_params;
+    for (const Measurement& m : held) by_params.emplace(m.params, &m);
+    for (const std::vector<int64_t>& recorded : cache.timings.configs()) {
+      const codegen::ProblemTimings::Timing* t = cache.timings.find(recorded);
+      const Measurement m = measurement(reorder(recorded, positions), t->ok, t->time * scale, t->status);
+      const auto it = by_params.find(m.params);
+      if (it == by_params.end()) continue;
+      const Measurement& h = *it->second;
+      const bool same = h.ok == m.ok && (m.ok ? std::fabs(h.time - m.time) <= 1e-9 * std::max(h.time, m.time) : h.status == m.status);
+      if (same) continue;
+      auto outcome = [](const Measurement& x) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.6g us", x.time);
+        return x.ok ? std::string(text) : x.status;
+      };
+      const std::string head = "problem " + problem_text(model_, problem) + " already holds config (" + m.params + ") as " +
+                               outcome(h) + ", " + path + " has " + outcome(m);
+      return Status::error_with_tail(StatusCode::kInvalidArgument, head.c_str(),
+                                     ": one GPU's run per problem (add `field arch` to the definition, import each "
+                                     "file with --problem arch=NAME)");
+    }
     return Status::ok();
   }
 
@@ -105,6 +139,26 @@ class Importer {
   size_t added() const { return added_; }
 
  private:
+  Status problem_id(const Problem& problem, int64_t* id) {
+    const std::string text = problem_text(model_, problem);
+    auto it = ids_.find(text);
+    if (it == ids_.end()) {
+      TUNECAST_RETURN_IF_ERROR(recorder_->problem(text, values_of(model_.problem_schema(), problem), id));
+      it = ids_.emplace(text, *id).first;
+    }
+    *id = it->second;
+    return Status::ok();
+  }
+
+  static Measurement measurement(const std::vector<int64_t>& config, bool ok, double time, const std::string& status) {
+    Measurement m;
+    for (size_t p = 0; p < config.size(); ++p) m.params += (p ? "," : "") + std::to_string(config[p]);
+    m.ok = ok;
+    m.time = time;
+    m.status = ok ? "ok" : status;
+    return m;
+  }
+
   const Model& model_;
   codegen::TimingRecorder* recorder_;
   std::vector<std::string> params_;
@@ -112,11 +166,6 @@ class Importer {
   size_t rows_ = 0, added_ = 0;
 };
 
-std::vector<int64_t> reorder(const std::vector<int64_t>& recorded, const std::vector<int>& positions) {
-  std::vector<int64_t> config(recorded.size());
-  for (size_t q = 0; q < config.size(); ++q) config[q] = recorded[positions.empty() ? q : positions[q]];
-  return config;
-}
 
 Status import_csv(const std::string& path, const Model& model, Importer* importer) {
   std::string text;
@@ -212,6 +261,7 @@ Status import_cache(const std::string& path, const Model& model, const std::stri
   std::vector<int> positions;
   TUNECAST_RETURN_IF_ERROR(importer->positions(cache.names, path, &positions));
   const double scale = cache.unit.empty() ? 1.0 : codegen::microseconds_per(cache.unit);  // into microseconds
+  TUNECAST_RETURN_IF_ERROR(importer->check_same_run(problem, path, cache, positions, scale));
   for (const std::vector<int64_t>& recorded : cache.timings.configs()) {
     const codegen::ProblemTimings::Timing* t = cache.timings.find(recorded);
     TUNECAST_RETURN_IF_ERROR(importer->add(problem, reorder(recorded, positions), t->ok, t->time * scale, t->status));
@@ -317,7 +367,8 @@ int cmd_import_timings(const std::vector<std::string>& argv) {
         "  *.csv           a header of field names, parameter names, time_us and optionally status;\n"
         "                  one measurement per row (empty time_us: a failure)\n"
         "  *.json[.gz]     Kernel Tuner's T4 results or cache file: one problem's measurements (ms,\n"
-        "                  stored as us); --problem names the problem\n"
+        "                  stored as us); --problem names the problem. One GPU's run each: a file\n"
+        "                  whose times differ from its problem's is refused (docs/kernels.md)\n"
         "  a timing DB     another tunecast-timings/2 DB (a merge), or the MIOpen-keyed timing DB of\n"
         "                  docs/search.md (its kernel's definition: --solver when it holds several)\n"
         "Parameters are matched by name. The whole import is one transaction: a failure keeps nothing.\n");
@@ -343,25 +394,37 @@ int cmd_import_timings(const std::vector<std::string>& argv) {
   info.fields = columns.names;
   info.integer_fields = columns.integer;
   info.definition = loaded.definition_text;
-  codegen::TimingRecorder recorder;
-  status = codegen::TimingRecorder::open(out, info, &recorder);
-  if (status) status = recorder.begin_batch();
-  if (!status) return fail(status);
-  Importer importer(model, &recorder);
-  for (size_t i = 1; i < args.positional().size() && status; ++i) {
-    const std::string& input = args.positional()[i];
-    if (input.size() > 4 && input.compare(input.size() - 4, 4, ".csv") == 0) {
-      status = import_csv(input, model, &importer);
-    } else if (is_sqlite(input) || codegen::is_xz_file(input)) {
-      status = import_db(input, model, args.get("solver"), &importer);
-    } else {
-      status = import_cache(input, model, args.get("problem"), &importer);
+  std::error_code error;
+  const bool existed = std::filesystem::exists(out, error);
+  size_t rows = 0, problems = 0, added = 0;
+  {
+    codegen::TimingRecorder recorder;
+    status = codegen::TimingRecorder::open(out, info, &recorder);
+    if (status) status = recorder.begin_batch();
+    Importer importer(model, &recorder);
+    for (size_t i = 1; i < args.positional().size() && status; ++i) {
+      const std::string& input = args.positional()[i];
+      if (input.size() > 4 && input.compare(input.size() - 4, 4, ".csv") == 0) {
+        status = import_csv(input, model, &importer);
+      } else if (is_sqlite(input) || codegen::is_xz_file(input)) {
+        status = import_db(input, model, args.get("solver"), &importer);
+      } else {
+        status = import_cache(input, model, args.get("problem"), &importer);
+      }
     }
+    if (status) status = recorder.commit_batch();
+    rows = importer.rows();
+    problems = importer.problems();
+    added = importer.added();
+  }  // a failed batch is rolled back as the recorder closes
+  if (!status) {
+    if (!existed) {  // nor is the DB this command created kept: it would be taken for a recording
+      for (const char* suffix : {"", "-journal", "-wal", "-shm"}) std::filesystem::remove(out + suffix, error);
+    }
+    return fail(status);
   }
-  if (status) status = recorder.commit_batch();
-  if (!status) return fail(status);  // the transaction is rolled back when the recorder closes
-  std::fprintf(stderr, "import-timings: %s: %zu measurements of %zu problems read, %zu new\n", out.c_str(), importer.rows(),
-               importer.problems(), importer.added());
+  std::fprintf(stderr, "import-timings: %s: %zu measurements of %zu problems read, %zu new\n", out.c_str(), rows, problems,
+               added);
   return 0;
 }
 
