@@ -205,7 +205,60 @@ class KtDefinition(unittest.TestCase):
                          [-5, -2, 1, 4])  # the review's numbers
         self.assertNotIn("py_", text, "operands that are never negative keep C's operators")
 
-    # 5. --help and --problem
+    # 5. forms whose Python meaning the rules language could change: refused, or kept exactly
+    def test_and_or_used_as_values_are_refused(self):
+        # Python's `unroll or 1` is unroll (or 1), the rules language's `||` 0 or 1: 16 configs against 12.
+        self.refused({"tune_params": {"unroll": [0, 1, 2, 4], "tile": [1, 2, 4, 8]},
+                      "restrictions": ["tile % (unroll or 1) == 0"]}, ["'or' used as a value", "unroll or 1"])
+        self.refused({"tune_params": {"t": [0, 1, 2], "bx": [16, 32, 64]}, "restrictions": ["(t and bx) >= 32"]},
+                     ["'and' used as a value"])
+        space = {"tune_params": {"a": [0, 1, 2], "b": [0, 1]}, "restrictions": ["not (a and b) or a > 1"]}
+        tcr, _ = self.converted(space)  # as true or false they keep Python's meaning
+        self.assertEqual(self.valid_configs(tcr, space), python_valid(space))
+
+    def test_in_and_not_in_a_constant_list(self):
+        space = {"tune_params": {"bx": [16, 32, 48, 64], "t": [1, 2, 3]},
+                 "restrictions": ["bx in [32, 64]", "t not in (3,)", "bx * t in {32, 64, 128, -1}"]}
+        tcr, text = self.converted(space)
+        self.assertIn("(bx in {32, 64})", text)
+        self.assertEqual(self.valid_configs(tcr, space), python_valid(space))
+        self.refused({"tune_params": {"a": [1, 2]}, "restrictions": ["a in [b for b in (1,)]"]}, ["constant list"])
+
+    def test_unsupported_forms_are_named_in_python_words(self):
+        params = {"a": [1, 2], "b": [1, 2]}
+        self.refused({"tune_params": params, "restrictions": ["(a & 1) == 0"]}, ["operator '&'"])
+        self.refused({"tune_params": params, "restrictions": ["(a if b > 1 else 2) == 2"]}, ["conditional expression"])
+        self.refused({"tune_params": params, "restrictions": ["a * 1.5 > 2"]}, ["a float (1.5)"])
+
+    def test_kernel_tuners_own_thread_limit_is_added(self):
+        # Kernel Tuner's examples/cuda/matmul.py: it adds block_size_x * block_size_y <= max_threads
+        # itself, so 64 x 32 never runs; without that rule, 4 of 44 configs were never in its caches.
+        params = {"block_size_x": [16, 32, 64], "block_size_y": [1, 2, 4, 8, 16, 32],
+                  "tile_size_x": [1, 2, 4, 8], "tile_size_y": [1, 2, 4, 8]}
+        space = {"kernel": "matmul", "tune_params": params, "restrictions": ["block_size_x==block_size_y*tile_size_y"]}
+        tcr, text = self.converted(space)
+        self.assertIn("require (block_size_x * block_size_y) <= 1024", text)
+        limited = dict(space, restrictions=space["restrictions"] + ["block_size_x * block_size_y <= 1024"])
+        self.assertEqual(len(python_valid(limited)), 40)
+        self.assertEqual(self.valid_configs(tcr, space), python_valid(limited))
+        tcr, text = self.converted(space, "--max-threads", "0")
+        self.assertEqual(len(self.valid_configs(tcr, space)), 44)
+        tcr, text = self.converted(dict(space, block_size_names=["tile_size_x"]), "--max-threads", "16")
+        self.assertIn("require (tile_size_x * block_size_y) <= 16", text)  # names given, defaults after them
+
+    def test_the_benchmark_hubs_t1_description(self):
+        t1 = {"General": {"BenchmarkName": "conv_t1"},
+              "ConfigurationSpace": {
+                  "TuningParameters": [{"Name": "block_size_x", "Type": "int", "Values": "[16] + list(range(32, 65, 32))"},
+                                       {"Name": "tile", "Type": "int", "Values": "[1, 2, 3]"}],
+                  "Conditions": [{"Expression": "block_size_x * tile <= 96", "Parameters": ["block_size_x", "tile"]}]}}
+        tcr, text = self.converted(t1)
+        self.assertIn("kernel conv_t1", text)
+        self.assertIn("param block_size_x in {16, 32, 64}", text)
+        space = {"tune_params": {"block_size_x": [16, 32, 64], "tile": [1, 2, 3]}, "restrictions": ["block_size_x * tile <= 96"]}
+        self.assertEqual(self.valid_configs(tcr, space), python_valid(space))
+
+    # 6. --help and --problem
     def test_help_matches_what_tune_needs(self):
         r = subprocess.run([sys.executable, ARGS.tool, "--help"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0)

@@ -7,12 +7,16 @@ expression over the parameters, as Kernel Tuner evaluates it) a `require` in the
 
 SPACE.json: {"kernel": "convolution", "tune_params": {"block_size_x": [16, 32], ...},
 "restrictions": ["block_size_x*block_size_y<=1024", ...]} (what a Kernel Tuner script passes to
-tune_kernel; a single string is one restriction, as Kernel Tuner takes it). The translation is
-Python's own parse (ast): and / or / not, chained comparisons (`32 <= a*b <= 1024`), + - * // %
+tune_kernel; a single string is one restriction, as Kernel Tuner takes it; optional
+"block_size_names"), or the benchmark hub's T1 kernel description (kernels/*.json). The translation
+is Python's own parse (ast): and / or / not (as true or false: `a or b` used as a number is
+refused), chained comparisons (`32 <= a*b <= 1024`), `in` / `not in` a constant list, + - * // %
 (Python's: rounded toward minus infinity, also for negative values), `/` where it divides evenly
 for every config, `**` with a constant exponent, min, max, abs, True / False, parentheses; a
 restriction using anything else (a function, a float, a string parameter) is refused with the
 restriction quoted. Parameters with one value are kept (the definition's space is the script's).
+Kernel Tuner's own restriction is added as it adds it: the block size parameters' product (threads
+per block) at most --max-threads (default 1024).
 
 Parameter names are kept as they are: tune --replay, eval-search and import-timings match a Kernel
 Tuner cache's parameters by name. A name the rules language cannot take (letters, digits and _,
@@ -49,6 +53,7 @@ BUILTINS = {"min", "max", "ceil_div", "abs", "is_pow2", "ilog2"}
 INT64_MAX = 2**63 - 1  # -2**63 has no literal: the parser reads `-` and then 2**63
 MAX_PARAMS, MAX_VALUES = 16, 4096  # tunecast::kMaxParameters, the parser's kMaxSetSize
 INF = float("inf")
+DEFAULT_BLOCK_SIZE_NAMES = ["block_size_x", "block_size_y", "block_size_z"]  # Kernel Tuner's util.default_block_size_names
 # Python's // and % round toward minus infinity, the rules language's / and % toward zero (C): they
 # differ where the operands' signs do, so such an operand gets these lets (their names: FLOOR_LETS).
 FLOOR_LETS = {
@@ -109,29 +114,64 @@ def bounds(node, params):
     return -INF, INF
 
 
-def rule(node, params, lets):
+def describe(node):
+    """What a Python construct the rules language lacks is, in a user's words."""
+    text = ast.unparse(node)
+    if isinstance(node, ast.BinOp):
+        return f"operator '{text[len(ast.unparse(node.left)):].split()[0]}' ({text})"
+    if isinstance(node, ast.IfExp):
+        return f"a conditional expression ({text})"
+    if isinstance(node, ast.Constant):
+        kind = "a float" if isinstance(node.value, float) else "a string" if isinstance(node.value, str) else "a constant"
+        return f"{kind} ({text})"
+    if isinstance(node, ast.Call):
+        return f"a call ({text}; only min, max and abs are translated)"
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return f"a list ({text}) outside `x in [...]`"
+    return f"{text}"
+
+
+def constant_set(node):
+    """The integers of a constant list, tuple or set (the right side of `in`), or None."""
+    if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return None
+    values = []
+    for e in node.elts:
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant):
+            e = ast.Constant(-e.operand.value) if isinstance(e.operand.value, int) else e
+        if not (isinstance(e, ast.Constant) and isinstance(e.value, int)):
+            return None
+        values.append(int(e.value))
+    return sorted(set(values))
+
+
+def rule(node, params, lets, boolean=True):
     """The rules-language text of a Python expression node; `lets` maps a FLOOR_LETS operator to its
-    let's name, and collects in lets["used"] the operators whose let the text calls."""
+    let's name, and collects in lets["used"] the operators whose let the text calls. `boolean`: the
+    node's value is used only as true or false (a restriction, an operand of and / or / not)."""
     if isinstance(node, ast.Expression):
-        return rule(node.body, params, lets)
+        return rule(node.body, params, lets, boolean)
     if isinstance(node, ast.BoolOp):
+        if not boolean:  # Python's `a or b` is a or b, the rules language's a || b is 0 or 1
+            raise Untranslatable(f"'{'and' if isinstance(node.op, ast.And) else 'or'}' used as a value "
+                                 f"({ast.unparse(node)}): Python's gives an operand, not true or false")
         op = " && " if isinstance(node.op, ast.And) else " || "
         return "(" + op.join(rule(v, params, lets) for v in node.values) + ")"
     if isinstance(node, ast.UnaryOp):
         if isinstance(node.op, ast.Not):
             return "!(" + rule(node.operand, params, lets) + ")"
         if isinstance(node.op, ast.USub):
-            return "-(" + rule(node.operand, params, lets) + ")"
+            return "-(" + rule(node.operand, params, lets, False) + ")"
         if isinstance(node.op, ast.UAdd):
-            return rule(node.operand, params, lets)
+            return rule(node.operand, params, lets, False)
     if isinstance(node, ast.BinOp):
         if isinstance(node.op, ast.Pow):
             if not (isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) and 0 <= node.right.value <= 8):
                 raise Untranslatable("'**' needs a small constant integer exponent")
-            base = rule(node.left, params, lets)
+            base = rule(node.left, params, lets, False)
             return "(" + " * ".join([base] * node.right.value) + ")" if node.right.value else "1"
         if type(node.op) in BINARY:
-            left, right = rule(node.left, params, lets), rule(node.right, params, lets)
+            left, right = rule(node.left, params, lets, False), rule(node.right, params, lets, False)
             if isinstance(node.op, (ast.FloorDiv, ast.Mod, ast.Div)) and bounds(node.right, params) == (0, 0):
                 raise Untranslatable("divides by 0 on every config")  # the rules compiler refuses it
             signs_known = bounds(node.left, params)[0] >= 0 and bounds(node.right, params)[0] >= 0  # False for nan
@@ -142,13 +182,22 @@ def rule(node, params, lets):
     if isinstance(node, ast.Compare):
         parts, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
-            if type(op) not in COMPARE:
-                raise Untranslatable(f"comparison {type(op).__name__}")
-            parts.append(rule(left, params, lets) + " " + COMPARE[type(op)] + " " + rule(right, params, lets))
+            if isinstance(op, (ast.In, ast.NotIn)):
+                values = constant_set(right)
+                if values is None:
+                    raise Untranslatable(f"'in' needs a constant list of integers on its right ({ast.unparse(node)})")
+                if not values:
+                    raise Untranslatable(f"'in' an empty list ({ast.unparse(node)})")
+                test = "(" + rule(left, params, lets, False) + " in {" + ", ".join(map(str, values)) + "})"
+                parts.append(test if isinstance(op, ast.In) else "!" + test)
+            elif type(op) in COMPARE:
+                parts.append(rule(left, params, lets, False) + " " + COMPARE[type(op)] + " " + rule(right, params, lets, False))
+            else:
+                raise Untranslatable(f"comparison '{'is' if isinstance(op, ast.Is) else 'is not'}' ({ast.unparse(node)})")
             left = right
         return "(" + " && ".join(parts) + ")"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max", "abs"):
-        return node.func.id + "(" + ", ".join(rule(a, params, lets) for a in node.args) + ")"
+        return node.func.id + "(" + ", ".join(rule(a, params, lets, False) for a in node.args) + ")"
     if isinstance(node, ast.Name):
         if node.id not in params:
             raise Untranslatable(f"'{node.id}' is not a tunable parameter")
@@ -158,7 +207,7 @@ def rule(node, params, lets):
             return "1" if node.value else "0"
         if isinstance(node.value, int):
             return str(node.value)
-    raise Untranslatable(f"{type(node).__name__} ({ast.unparse(node)})")
+    raise Untranslatable(describe(node))
 
 
 def divides_evenly(tree, params):
@@ -205,7 +254,18 @@ def free_name(name, taken):
     return name
 
 
-def definition(space, name):
+def block_size_names(space):
+    """Kernel Tuner's thread block dimensions: the space's `block_size_names` (tune_kernel's argument),
+    the defaults filling the dimensions it leaves out, as Kernel Tuner's util.append_default_block_size_names."""
+    names = space.get("block_size_names")
+    if names is None:
+        return list(DEFAULT_BLOCK_SIZE_NAMES)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise Untranslatable("'block_size_names' is not a list of names")
+    return names + DEFAULT_BLOCK_SIZE_NAMES[len(names):]
+
+
+def definition(space, name, max_threads=1024):
     params = space["tune_params"]
     if not params:
         raise Untranslatable("'tune_params' is empty: a definition needs a parameter")
@@ -248,12 +308,43 @@ def definition(space, name):
             requires.append(f"require {translated}   # {comment}")
         except (SyntaxError, ValueError, ArithmeticError, Untranslatable) as e:
             raise Untranslatable(f"restriction {text!r}: {e}")
+    # Kernel Tuner adds this one itself (searchspace.py: MaxProdConstraint over the block size
+    # parameters), so its caches never hold a block of more threads than the device has.
+    block = [n for n in block_size_names(space) if n in params]
+    if block and max_threads > 0:
+        product = " * ".join(block)
+        requires.append(f"require ({product}) <= {max_threads}   # Kernel Tuner's own: threads per block <= "
+                        "max_threads (--max-threads)")
     for op, (let, body) in FLOOR_LETS.items():
         if op in lets["used"]:
             lines.append(f"let {lets[op]}{body}   # Python's {'//' if op is ast.FloorDiv else '%'}, for negative values")
     if lets["used"]:
         lines.append("")
     return "\n".join(lines + requires) + "\n"
+
+
+def from_t1(doc):
+    """The benchmark hub's T1 kernel description (`kernels/*.json`: ConfigurationSpace.TuningParameters
+    with their Values as a Python list expression, Conditions' Expressions) as tune_params and
+    restrictions; None when `doc` is not one."""
+    space = doc.get("ConfigurationSpace") if isinstance(doc, dict) else None
+    if not isinstance(space, dict) or not isinstance(space.get("TuningParameters"), list):
+        return None
+    tune_params = {}
+    for p in space["TuningParameters"]:
+        values = p.get("Values") if isinstance(p, dict) else None
+        try:  # a Python expression such as `[1, 2] + list(range(32, 1025, 32))`, as Kernel Tuner evaluates it
+            values = eval(values, {"__builtins__": {}, "list": list, "range": range}) if isinstance(values, str) else values  # noqa: S307
+        except Exception:  # noqa: BLE001 (any fault of the user's expression is the same refusal)
+            raise Untranslatable(f"T1 parameter {p.get('Name')!r}: Values {p.get('Values')!r} is not a list")
+        tune_params[str(p.get("Name"))] = list(values) if isinstance(values, (list, tuple)) else values
+    conditions = space.get("Conditions") or []
+    restrictions = [c.get("Expression") if isinstance(c, dict) else c for c in conditions]
+    general = doc.get("General") if isinstance(doc.get("General"), dict) else {}
+    out = {"tune_params": tune_params, "restrictions": restrictions}
+    if general.get("BenchmarkName"):
+        out["kernel"] = general["BenchmarkName"]
+    return out
 
 
 def kernel_name(name):
@@ -299,14 +390,24 @@ def main():
     ap.add_argument("space", help="JSON with tune_params and restrictions")
     ap.add_argument("-o", "--output", required=True, help="the definition to write (.tcr)")
     ap.add_argument("--kernel", help="the kernel's name (default: the JSON's 'kernel', else the file's stem)")
+    ap.add_argument("--max-threads", type=int, default=1024,
+                    help="the device's threads per block: Kernel Tuner's own restriction on the product of the "
+                         "block size parameters (default 1024, NVIDIA's and AMD's; 0 leaves it out)")
     args = ap.parse_args()
     try:
         with open(args.space) as f:
             space = json.load(f)
     except (OSError, ValueError) as e:
         fail(f"{args.space}: {e}")
+    try:
+        t1 = from_t1(space)
+    except Untranslatable as e:
+        fail(f"{args.space}: {e}")
+    space = t1 or space
     if not isinstance(space, dict) or not isinstance(space.get("tune_params"), dict):
-        fail(f"{args.space}: no 'tune_params' object")
+        fail(f"{args.space}: no 'tune_params' object (nor a T1 ConfigurationSpace)")
+    if args.max_threads < 0:
+        fail(f"--max-threads {args.max_threads}: a thread count >= 1, or 0 to leave the limit out")
     if args.kernel is not None:
         if not NAME.match(args.kernel) or args.kernel == "in":
             fail(f"--kernel {args.kernel!r} is not a kernel name in the rules language (letters, digits and _, "
@@ -321,7 +422,7 @@ def main():
     if same_file(args.output, args.space):
         fail("the output would replace the input")
     try:
-        text = definition(space, name)
+        text = definition(space, name, args.max_threads)
     except Untranslatable as e:
         fail(f"{args.space}: {e}")
     try:
