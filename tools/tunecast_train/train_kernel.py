@@ -100,8 +100,20 @@ class KernelSource:
         return train, val, test
 
     def no_rows(self, args):
-        return (f"tunecast-train: no {args.fit_on} problem of {self.solver} with a measured ok config in "
-                f"{', '.join(args.timings)}")
+        message = (f"tunecast-train: no {args.fit_on} problem of {self.solver} with a measured ok config in "
+                   f"{', '.join(args.timings)}")
+        splits = {}
+        for r in self.rows:
+            if not r.get("near_optimal"):
+                splits.setdefault(r["split"], set()).add(r["problem"])
+        if not splits:
+            return message
+        # A problem's split is a hash of its text without the arch: one shape timed on several GPUs
+        # (Kernel Tuner's caches, one problem each) is all in one split.
+        counts = ", ".join(f"{len(g)} in {name}" for name, g in sorted(splits.items()))
+        return (f"{message}: its problems are {counts} (split by the problem without its arch, so one shape "
+                "on several GPUs is one split's); with so few problems, --fit-on all learns from every one "
+                "(and evaluates on none)")
 
     def describe_rows(self, args, train, val, test):
         near = sum(1 for r in train if r.get("near_optimal"))
@@ -192,10 +204,12 @@ def main(argv=None):
             sys.exit(f"tunecast-train: {e}")
         definition = None if path.endswith(".json") else path
         training.parse_param_order(ap, args, len(k.params), k.name)
+        src = KernelSource(args, k, recordings, definition)
+        if not src.partition(args)[0]:
+            sys.exit(src.no_rows(args))  # before OUT is made: a refused run leaves nothing behind
         os.makedirs(args.out, exist_ok=True)
         if definition:
             shutil.copyfile(definition, os.path.join(args.out, "kernel.tcr"))
-        src = KernelSource(args, k, recordings, definition)
         training.run(args, src)
         rules = os.path.join(args.out, "kernel.tcr") if definition else "KERNEL.tcr"
         print(f"[train] then: tunecast compile {os.path.join(args.out, 'model.tcir.json')} --rules {rules} "
