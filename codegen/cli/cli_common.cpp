@@ -238,6 +238,14 @@ std::vector<std::string> out_of_range_notes(const Model& model, const Problem& p
     if (!((mask >> f) & 1u)) continue;
     // A field not given is not some value (an unset arch reads 0, gfx900's code): say it is missing.
     std::string note = std::string(schema.field_name(f)) + (problem.has(f) ? " is " + text(f, problem.get(f)) : " is not given");
+    if (schema.field_kind(f) == FieldKind::kArchitecture && model.arch_count() > 0) {  // its codes order nothing
+      std::string covered;
+      for (int i = 0; i < model.arch_count(); ++i) {
+        covered += (i == 0 ? "" : i + 1 == model.arch_count() ? " or " : ", ") + text(f, model.arch(i));
+      }
+      notes.push_back(note + " (" + covered + " in training)");
+      continue;
+    }
     for (uint32_t i = 0; enc && enc->ranges() && i < enc->ranges()->size(); ++i) {
       const schema::FeatureRange* range = enc->ranges()->Get(i);
       int named = -1;

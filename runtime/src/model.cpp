@@ -848,9 +848,16 @@ bool Model::parameter_domain(int position, const int64_t** values, int* count) c
 
 uint32_t Model::fields_out_of_range(const Problem& problem) const {
   uint32_t flags = 0;
+  const ProblemSchema schema = problem_schema();
   for (int f = 0; f < kMaxProblemFields; ++f) {
     if (!((ranged_fields_ >> f) & 1u)) continue;
     const int64_t v = problem.get(f);
+    // An architecture's code orders nothing (names beyond MIOpen's are packed characters): a range
+    // of codes flags arbitrary GPUs, so the architectures the model covers decide.
+    if (f < schema.field_count() && schema.field_kind(f) == FieldKind::kArchitecture && arch_count_ > 0) {
+      if (!covers_arch(v)) flags |= 1u << f;
+      continue;
+    }
     if (v < range_min_[f] || v > range_max_[f]) flags |= 1u << f;
   }
   return flags;

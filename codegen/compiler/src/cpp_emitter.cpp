@@ -1174,6 +1174,18 @@ class Emitter {
       for (const schema::FeatureRange* range : *enc->ranges()) {
         int index = -1;
         if (!schema_.find_field(range->field()->string_view(), &index)) continue;
+        if (schema_.field_kind(index) == FieldKind::kArchitecture && model_.arch_count() > 0) {
+          // As Model::fields_out_of_range: the architectures the model covers, not a range of codes.
+          std::string codes;
+          for (int i = 0; i < model_.arch_count(); ++i) codes += (i ? ", " : "") + std::to_string(model_.arch(i)) + "ll";
+          w->line("  {");
+          w->line("    bool covered = false;");
+          w->line("    for (const int64_t code : {%s}) covered = covered || problem.get(%s) == code;", codes.c_str(),
+                  field_enum(index, schema_).c_str());
+          w->line("    if (!covered) flags |= 1u << %d;", index);
+          w->line("  }");
+          continue;
+        }
         w->line("  if (problem.get(%s) < %s || problem.get(%s) > %s) flags |= 1u << %d;", field_enum(index, schema_).c_str(),
                 int_literal(range->min()).c_str(), field_enum(index, schema_).c_str(), int_literal(range->max()).c_str(), index);
       }
