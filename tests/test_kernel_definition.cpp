@@ -562,10 +562,10 @@ TEST_CASE("Kernel Tuner files: the time whatever the objective; failures as the 
   REQUIRE(codegen::read_tuning_cache(dir.file("cache.json"), &cache).is_ok());
   const std::pair<int64_t, const char*> expected[] = {
       {32, "compile_fail"}, {64, "launch_fail"}, {128, "out_of_resources"}, {256, "fail"}};
-  for (const auto& [bx, kind] : expected) {
-    const codegen::ProblemTimings::Timing* t = cache.timings.find({bx});
+  for (const auto& e : expected) {
+    const codegen::ProblemTimings::Timing* t = cache.timings.find({e.first});
     REQUIRE(t != nullptr);
-    CHECK_MESSAGE(t->status == kind, bx);
+    CHECK_MESSAGE(t->status == e.second, e.first);
   }
 }
 

@@ -546,6 +546,41 @@ TEST_CASE("search without a predictor: a restart leaves a local optimum that no 
   CHECK(seeds_finding(space, 100, Benchmark::from(bench), 1.0) >= 18);  // budget 100 of 8,192 configs
 }
 
+TEST_CASE("search without a predictor: a space of fewer valid configs than the start measures those, nothing else") {
+  // The start chose its configs from a pool of draws; with 2 distinct valid configs it stopped
+  // choosing early but still proposed as many as it meant to, the rest uninitialized: tile 0 (no
+  // value of the space) reached the benchmark, and runs of one seed differed. (Zeroed memory
+  // proposes the first values, which the rules here reject; the sanitizer build fills
+  // uninitialized memory with a pattern, no value of any space.)
+  static const int64_t tiles[] = {4, 8, 16, 32, 64};
+  static const int64_t unroll[] = {1, 2};
+  SearchSpace space;
+  space.parameter_count = 2;
+  set_values(&space, 0, tiles);
+  set_values(&space, 1, unroll);
+  space.valid = [](void*, const int64_t* v, int) { return v[0] == 64; };  // not the first value: zeros are invalid
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    std::vector<std::vector<int64_t>> measured;
+    auto bench = [&](const int64_t* v, int, double* time) {
+      measured.push_back({v[0], v[1]});
+      *time = 1.0 + static_cast<double>(v[1]);
+      return BenchmarkStatus::kOk;
+    };
+    SearchOptions options;
+    options.budget = 10;
+    options.seed = seed;
+    std::vector<unsigned char> scratch(tunecast::search_scratch_bytes(space, options));
+    SearchResult result;
+    REQUIRE(tunecast::search(space, nullptr, options, Benchmark::from(bench), scratch.data(), scratch.size(), nullptr, 0,
+                             &result)
+                .is_ok());
+    std::sort(measured.begin(), measured.end());
+    const std::vector<std::vector<int64_t>> valid = {{64, 1}, {64, 2}};
+    CHECK_MESSAGE(measured == valid, "seed ", seed);
+    CHECK(result.best_time == 2.0);
+  }
+}
+
 TEST_CASE("search without a predictor: a best config's neighbour is labelled exploit, a draw explore") {
   // Every benchmark used to be labelled explore. A smooth bowl: the local phase (from 0.4 of the
   // budget) proposes only the best config's neighbours, the start only random draws.

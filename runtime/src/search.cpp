@@ -530,10 +530,11 @@ class Engine {
     }
     if (pool == 0) return;
     uint16_t chosen[Engine::kMaxPrepared * kMaxParameters];
-    const int n = std::min({n0, pool, static_cast<int>(kMaxPrepared)});
+    const int wanted = std::min({n0, pool, static_cast<int>(kMaxPrepared)});
     for (int i = 0; i < pool; ++i) gp_.pool_distance[i] = std::numeric_limits<double>::infinity();
     int k = 0;
-    for (int c = 0; c < n; ++c) {
+    int n = 0;  // chosen: fewer than wanted when the pool holds fewer distinct configs (a small space)
+    for (int c = 0; c < wanted; ++c) {
       if (c > 0) {  // the farthest from those chosen (first on ties)
         k = -1;
         for (int i = 0; i < pool; ++i) {
@@ -541,6 +542,7 @@ class Engine {
         }
         if (k < 0) break;
       }
+      ++n;
       const uint16_t* pick = gp_.pool + static_cast<size_t>(k) * kMaxParameters;
       std::copy(pick, pick + space_.count, chosen + static_cast<size_t>(c) * kMaxParameters);
       double fk[kMaxParameters];
