@@ -435,4 +435,16 @@ TEST_CASE("tune --problems: argument errors") {
                   r.err);
     CHECK(recorded(fleet.dir.file("rb.db")).empty());
   }
+  // -o naming the record DB replaced it with the table, and a folder was refused only after the
+  // whole list: both said before any benchmark.
+  const std::string same = fleet.dir.file("same.db");
+  r = tunecast_test::run_cli(fleet.dir, base + "--record '" + same + "' -o '" + same + "' " + fleet.bench("l.txt"));
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(contains(r.err, "is the input"), r.err);
+  CHECK_FALSE(std::filesystem::exists(same));
+  r = tunecast_test::run_cli(fleet.dir, base + "--record '" + fleet.dir.file("rd.db") + "' -o '" + fleet.dir.path.string() + "' " +
+                                            fleet.bench("l.txt"));
+  CHECK(r.exit_code != 0);
+  CHECK_MESSAGE(contains(r.err, "it is a folder; name a file"), r.err);
+  CHECK_FALSE(std::filesystem::exists(fleet.dir.file("rd.db")));
 }

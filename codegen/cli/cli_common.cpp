@@ -338,15 +338,20 @@ Status prepare_output(const std::string& path, const std::vector<std::string>& i
     return Status::ok();
   }
   struct stat out_st;
-  if (::stat(path.c_str(), &out_st) == 0) {
-    for (const std::string& input : inputs) {
-      struct stat in_st;
-      if (!input.empty() && ::stat(input.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
-          in_st.st_ino == out_st.st_ino) {
-        return Status::error(StatusCode::kInvalidArgument,
-                             "the output %s is the input %s: it would be replaced; name another output",
-                             path.c_str(), input.c_str());
-      }
+  const bool exists = ::stat(path.c_str(), &out_st) == 0;
+  std::error_code error;
+  const std::filesystem::path out_path = std::filesystem::weakly_canonical(path, error);
+  for (const std::string& input : inputs) {
+    struct stat in_st;
+    // The same file (a link too), or, for files not made yet, the same path (-o and --record alike).
+    const bool same = input.empty() ? false
+                      : exists      ? ::stat(input.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
+                                     in_st.st_ino == out_st.st_ino
+                                    : !error && std::filesystem::weakly_canonical(input, error) == out_path && !error;
+    if (same) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "the output %s is the input %s: it would be replaced; name another output", path.c_str(),
+                           input.c_str());
     }
   }
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();

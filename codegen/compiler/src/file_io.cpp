@@ -60,6 +60,9 @@ Status check_output_path(const std::string& path) {
     return Status::error(StatusCode::kIoError, "cannot write '%s': folder '%s' is not writable", path.c_str(),
                          folder.c_str());
   }
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {  // said now, not after the work
+    return Status::error(StatusCode::kInvalidArgument, "cannot write '%s': it is a folder; name a file", path.c_str());
+  }
   return Status::ok();
 }
 
