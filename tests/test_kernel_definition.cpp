@@ -459,6 +459,50 @@ static std::string units_t4(const char* unit, const char* file_unit, double valu
   return j.dump();
 }
 
+TEST_CASE("timing DBs: repeats are samples, a merge adds each once, a config failed anywhere is failed in every reading") {
+  tunecast_test::TempDir dir;
+  const std::string def = dir.file("two.tcr");
+  std::ofstream(def) << "kernel Two\nfield size in [0..0] default 0\nparam a in {1, 2}\nparam b in {1, 2}\n";
+  auto count = [&](const std::string& db) {
+    tunecast_test::CliResult r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + db + "' -o '" +
+                                                                 dir.file("count.db") + "'");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return r.err.substr(r.err.find("import-timings:"));
+  };
+  // A re-measurement equal to the first (a timer that rounds) is a second sample: it was dropped.
+  std::ofstream(dir.file("repeat.csv")) << "a,b,time_us\n1,1,12.5\n1,1,12.5\n1,2,3\n";
+  const std::string db = dir.file("repeat.db");
+  const std::string import = "import-timings '" + def + "' '" + dir.file("repeat.csv") + "' -o '" + db + "'";
+  tunecast_test::CliResult r = tunecast_test::run_cli(dir, import);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.find("3 measurements of 1 problems read, 3 new") != std::string::npos);
+  r = tunecast_test::run_cli(dir, import);  // the same input again: nothing new
+  CHECK(r.err.find("3 measurements of 1 problems read, 0 new") != std::string::npos);
+  CHECK(count(db).find("3 new") != std::string::npos);  // a DB merged into another keeps both samples
+
+  // ok in one shard, died in another: the finishing tune (resumed from the records) and a replay
+  // agree whichever order the merge read them in (the resume took the first row).
+  std::ofstream(dir.file("ok.csv")) << "a,b,time_us,status\n1,1,1.0,ok\n1,2,2.0,ok\n2,1,3.0,ok\n2,2,4.0,ok\n";
+  std::ofstream(dir.file("died.csv")) << "a,b,time_us,status\n1,1,,died\n";
+  std::ofstream(dir.file("list.txt")) << "size=0\n";
+  std::string bests[2];
+  for (int order = 0; order < 2; ++order) {
+    const std::string merged = dir.file("merged" + std::to_string(order) + ".db");
+    const std::string first = dir.file(order ? "died.csv" : "ok.csv"), second = dir.file(order ? "ok.csv" : "died.csv");
+    r = tunecast_test::run_cli(dir, "import-timings '" + def + "' '" + first + "' '" + second + "' -o '" + merged + "'");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    r = tunecast_test::run_cli(dir, "tune '" + def + "' --problems '" + dir.file("list.txt") + "' --budget 4 --seed 1 --record '" +
+                                        merged + "' --json --quiet");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    bests[order] = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')))["best"].dump();
+    r = tunecast_test::run_cli(dir, "tune '" + def + "' --replay '" + merged + "' --budget 4 --seed 1 --json --quiet");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK_MESSAGE(nlohmann::json::parse(r.out)["best"].dump() == bests[order], r.out);
+  }
+  CHECK(bests[0] == bests[1]);
+  CHECK(bests[0] == "[1,2]");  // 1,1 (1.0 us) died in a shard: failed
+}
+
 TEST_CASE("Kernel Tuner times: the unit a T4 file states, else Kernel Tuner's milliseconds, into microseconds") {
   tunecast_test::TempDir dir;
   auto read = [&](const std::string& text, codegen::TuningCache* out) {

@@ -83,8 +83,11 @@ class Importer {
     int64_t id = 0;
     TUNECAST_RETURN_IF_ERROR(problem_id(problem, &id));
     Measurement m = measurement(config, ok, time, status);
+    char key[64];
+    std::snprintf(key, sizeof key, "%lld|%a|", static_cast<long long>(id), m.ok ? m.time : 0.0);
+    int& occurrence = occurrences_[key + m.status + "|" + m.params];  // identical rows before it, this input
     bool added = false;
-    TUNECAST_RETURN_IF_ERROR(recorder_->append(id, m, &added));
+    TUNECAST_RETURN_IF_ERROR(recorder_->append(id, m, &added, occurrence++));
     ++rows_;
     added_ += added;
     return Status::ok();
@@ -133,6 +136,8 @@ class Importer {
                                what.c_str(), codegen::map_parameters(params_, names, out).message());
   }
 
+  // Each input's rows count their repeats afresh: a row is new when the DB holds fewer like it.
+  void next_input() { occurrences_.clear(); }
   const std::vector<std::string>& params() const { return params_; }
   size_t problems() const { return ids_.size(); }
   size_t rows() const { return rows_; }
@@ -163,6 +168,7 @@ class Importer {
   codegen::TimingRecorder* recorder_;
   std::vector<std::string> params_;
   std::map<std::string, int64_t> ids_;
+  std::map<std::string, int> occurrences_;
   size_t rows_ = 0, added_ = 0;
 };
 
@@ -273,6 +279,11 @@ Status import_db(const std::string& path, const Model& model, const std::string&
   const ProblemSchema schema = model.problem_schema();
   codegen::TimingDb db;
   TUNECAST_RETURN_IF_ERROR(codegen::TimingDb::open(path, solver, &db, &schema));
+  const char* kernel = model.metadata("solver");
+  if (db.keyed_by_definition() && kernel != nullptr && db.solver() != kernel) {  // as tune --record refuses it
+    return Status::error(StatusCode::kInvalidArgument, "%s records kernel %s, the definition is of %s", path.c_str(),
+                         db.solver().c_str(), kernel);
+  }
   if (db.meta("time_unit").value_or("us") != "us") {
     return Status::error(StatusCode::kInvalidArgument, "%s records times in %s; import takes microseconds", path.c_str(),
                          db.meta("time_unit")->c_str());
@@ -281,11 +292,11 @@ Status import_db(const std::string& path, const Model& model, const std::string&
   TUNECAST_RETURN_IF_ERROR(importer->positions(db.parameter_names(), path, &positions));
   size_t done = 0;
   for (const codegen::TimingProblem& p : db.problems()) {
-    codegen::ProblemTimings timings;
-    TUNECAST_RETURN_IF_ERROR(db.timings(p.config_id, &timings));
-    for (const std::vector<int64_t>& recorded : timings.configs()) {
-      const codegen::ProblemTimings::Timing* t = timings.find(recorded);
-      TUNECAST_RETURN_IF_ERROR(importer->add(p.problem, reorder(recorded, positions), t->ok, t->time, t->status));
+    std::vector<codegen::TimingDb::Row> rows;  // every sample: a merge keeps re-measurements
+    TUNECAST_RETURN_IF_ERROR(db.rows(p.config_id, &rows));
+    for (const codegen::TimingDb::Row& row : rows) {
+      TUNECAST_RETURN_IF_ERROR(
+          importer->add(p.problem, reorder(row.values, positions), row.timing.ok, row.timing.time, row.timing.status));
     }
     if (++done % 200 == 0) std::fprintf(stderr, "import-timings: %s: %zu of %zu problems\n", path.c_str(), done, db.problems().size());
   }
@@ -404,6 +415,11 @@ int cmd_import_timings(const std::vector<std::string>& argv) {
     Importer importer(model, &recorder);
     for (size_t i = 1; i < args.positional().size() && status; ++i) {
       const std::string& input = args.positional()[i];
+      importer.next_input();
+      if (!std::filesystem::exists(input, error)) {
+        status = Status::error(StatusCode::kNotFound, "cannot open '%s': no such file", input.c_str());
+        break;
+      }
       if (input.size() > 4 && input.compare(input.size() - 4, 4, ".csv") == 0) {
         status = import_csv(input, model, &importer);
       } else if (is_sqlite(input) || codegen::is_xz_file(input)) {

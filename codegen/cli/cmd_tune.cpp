@@ -502,10 +502,11 @@ int cmd_tune(const std::vector<std::string>& argv) {
                            "its measurements still answer the configs they name\n",
                    args.get("record").c_str(), args.positional()[0].c_str());
     }
-    for (auto& m : earlier) resumed[m.params].push_back(std::move(m));
-    if (!earlier.empty() && !args.has("quiet")) {
+    const size_t earlier_count = earlier.size();
+    resumed = codegen::resume_answers(std::move(earlier));
+    if (earlier_count > 0 && !args.has("quiet")) {
       std::fprintf(stderr, "tune: %s already holds %zu measurements of this problem: they answer first (resuming)\n",
-                   args.get("record").c_str(), earlier.size());
+                   args.get("record").c_str(), earlier_count);
     }
   }
   Status record_error;
@@ -538,7 +539,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       m.ok = answer == BenchmarkStatus::kOk;
       m.time = m.ok ? *time * record_scale : 0.0;
       m.status = m.ok ? "ok" : hung ? "timeout" : "fail";
-      record_error = recorder.append(recorded_problem, m);
+      record_error = recorder.record(recorded_problem, m);
       if (!record_error) return BenchmarkStatus::kAbort;  // never measure what cannot be kept
     }
     return answer;

@@ -159,7 +159,11 @@ class Marks {
       exec("ROLLBACK");
       return s;
     }
-    return exec("COMMIT");
+    TUNECAST_RETURN_IF_ERROR(exec("COMMIT"));
+    // The write-ahead log into the DB file as each problem ends (without waiting for readers): a
+    // run killed later, and the DB file copied alone, still holds every finished problem.
+    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    return Status::ok();
   }
 
  private:
@@ -406,8 +410,7 @@ class Worker {
       run_.set_fatal(s);
       return;
     }
-    std::map<std::string, std::deque<Measurement>> resumed;
-    for (auto& m : earlier) resumed[m.params].push_back(std::move(m));
+    std::map<std::string, std::deque<Measurement>> resumed = codegen::resume_answers(earlier);
     const bool have_command = run_.args.has("bench-cmd");
     int answered = 0, measured = 0;
     std::string problem_error;
@@ -511,7 +514,7 @@ class Worker {
       Status recorded;
       {
         std::lock_guard<std::mutex> lock(run_.record_mutex);
-        recorded = run_.recorder.append(id, m);
+        recorded = run_.recorder.record(id, m);
       }
       if (!recorded) {
         run_.set_fatal(recorded);

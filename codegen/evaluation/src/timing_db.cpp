@@ -204,13 +204,25 @@ Status TimingDb::open(const std::string& path, const std::string& solver, Timing
   }
   {
     sqlite3* probe = nullptr;
-    bool generic = false;
+    bool generic = false, empty = false;
     if (sqlite3_open_v2(path.c_str(), &probe, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
       sqlite3_stmt* stmt = nullptr;
       generic = sqlite3_prepare_v2(probe, "SELECT id, problem FROM problems LIMIT 0", -1, &stmt, nullptr) == SQLITE_OK;
       sqlite3_finalize(stmt);
+      stmt = nullptr;
+      if (sqlite3_prepare_v2(probe, "SELECT count(*) FROM sqlite_master", -1, &stmt, nullptr) == SQLITE_OK &&
+          sqlite3_step(stmt) == SQLITE_ROW) {
+        empty = sqlite3_column_int64(stmt, 0) == 0;
+      }
+      sqlite3_finalize(stmt);
     }
     sqlite3_close(probe);
+    if (empty) {  // a recording's first pages, its rows still in the write-ahead log beside it
+      return Status::error(StatusCode::kInvalidArgument,
+                           "%s holds no table: a recording copied without its %s-wal file? Copy both, or first run "
+                           "sqlite3 %s 'PRAGMA wal_checkpoint' where it was written",
+                           path.c_str(), path.c_str(), path.c_str());
+    }
     if (generic) {
       TUNECAST_RETURN_IF_ERROR(open_generic(path, schema, out));
       if (!solver.empty() && solver != out->solver_) {
@@ -274,8 +286,8 @@ std::optional<std::string> TimingDb::meta(const std::string& key) const {
   return it->second;
 }
 
-Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
-  *out = ProblemTimings();
+Status TimingDb::rows(int64_t config_id, std::vector<Row>* out) const {
+  out->clear();
   const std::string& file = path();
   const char* sql = generic_ ? "SELECT params, time_us, status FROM timings WHERE problem = ?1 ORDER BY rowid"
                              : "SELECT params, time_us, status FROM timings WHERE config = ?1 ORDER BY rowid";
@@ -308,12 +320,20 @@ Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
                              file.c_str(), static_cast<long long>(config_id), params.c_str(), timing.time);
       }
     }
-    out->add(std::move(values), std::move(timing));
+    out->push_back({std::move(values), std::move(timing)});
   }
   if (rc != SQLITE_DONE) {
     return Status::error(StatusCode::kIoError, "timing DB %s: reading timings failed: %s", file.c_str(),
                          sqlite3_errmsg(db.get()));
   }
+  return Status::ok();
+}
+
+Status TimingDb::timings(int64_t config_id, ProblemTimings* out) const {
+  *out = ProblemTimings();
+  std::vector<Row> read;
+  TUNECAST_RETURN_IF_ERROR(rows(config_id, &read));
+  for (Row& row : read) out->add(std::move(row.values), std::move(row.timing));
   return Status::ok();
 }
 
@@ -665,13 +685,14 @@ Status TimingRecorder::begin_batch() { return exec(static_cast<sqlite3*>(db_), p
 
 Status TimingRecorder::commit_batch() { return exec(static_cast<sqlite3*>(db_), path_, "COMMIT"); }
 
-Status TimingRecorder::append(int64_t problem, const Measurement& m, bool* added) {
+Status TimingRecorder::append(int64_t problem, const Measurement& m, bool* added, int occurrence) {
   sqlite3* db = static_cast<sqlite3*>(db_);
   StatementPtr stmt;
+  // occurrence < 0: always; else only while fewer than occurrence + 1 identical rows are held.
   TUNECAST_RETURN_IF_ERROR(prepare(db, path_,
                                    "INSERT INTO timings(problem, params, time_us, status) SELECT ?1, ?2, ?3, ?4 "
-                                   "WHERE NOT EXISTS (SELECT 1 FROM timings WHERE problem = ?1 AND params = ?2 AND "
-                                   "status = ?4 AND time_us IS ?3)",
+                                   "WHERE ?5 < 0 OR (SELECT COUNT(*) FROM timings WHERE problem = ?1 AND params = ?2 "
+                                   "AND status = ?4 AND time_us IS ?3) <= ?5",
                                    &stmt));
   sqlite3_bind_int64(stmt.get(), 1, problem);
   sqlite3_bind_text(stmt.get(), 2, m.params.c_str(), -1, SQLITE_TRANSIENT);
@@ -682,12 +703,31 @@ Status TimingRecorder::append(int64_t problem, const Measurement& m, bool* added
   }
   const std::string status = m.ok ? "ok" : (m.status.empty() || m.status == "ok" ? "fail" : m.status);
   sqlite3_bind_text(stmt.get(), 4, status.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(stmt.get(), 5, occurrence);
   if (sqlite3_step(stmt.get()) != SQLITE_DONE) {
     return Status::error(StatusCode::kIoError, "timing DB %s: recording a measurement: %s", path_.c_str(),
                          sqlite3_errmsg(db));
   }
   if (added) *added = sqlite3_changes(db) > 0;
   return Status::ok();
+}
+
+Status TimingRecorder::record(int64_t problem, const Measurement& m) { return append(problem, m, nullptr, -1); }
+
+std::map<std::string, std::deque<TimingRecorder::Measurement>> resume_answers(
+    std::vector<TimingRecorder::Measurement> rows) {
+  std::map<std::string, std::deque<TimingRecorder::Measurement>> out;
+  for (TimingRecorder::Measurement& m : rows) {
+    std::deque<TimingRecorder::Measurement>& answers = out[m.params];
+    const bool first_failure = !m.ok && std::none_of(answers.begin(), answers.end(),
+                                                      [](const TimingRecorder::Measurement& a) { return !a.ok; });
+    if (first_failure) {
+      answers.push_front(std::move(m));
+    } else {
+      answers.push_back(std::move(m));
+    }
+  }
+  return out;
 }
 
 }  // namespace tunecast::codegen

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,6 +82,12 @@ class TimingDb {
 
   // The recorded configs of a problem (config id), read from the file.
   Status timings(int64_t config_id, ProblemTimings* out) const;
+  // Its rows as recorded, one per measurement (repeats apart), in the order they were made.
+  struct Row {
+    std::vector<int64_t> values;
+    ProblemTimings::Timing timing;
+  };
+  Status rows(int64_t config_id, std::vector<Row>* out) const;
 
   // The problem that `problem` names: every config column `problem` sets must agree (fields it
   // leaves unset, such as dir or dtype when not given, match anything; arch is not a column).
@@ -110,8 +118,7 @@ struct RecordingInfo {
 
 // Appends measurements to a definition-keyed timing DB (`tune --record`, `import-timings`),
 // creating it when absent. Every row is committed as it is appended, so a killed run loses
-// nothing it measured. Appending a measurement already recorded (same problem, params, status
-// and time) adds nothing: merging is idempotent.
+// nothing it measured. Merging a recording twice adds nothing (append's occurrence).
 class TimingRecorder {
  public:
   TimingRecorder() = default;
@@ -134,8 +141,13 @@ class TimingRecorder {
   };
   // The problem's measurements in the order they were recorded.
   Status measurements(int64_t problem, std::vector<Measurement>* out) const;
-  // Appends one (idempotent); *added says whether it was new.
-  Status append(int64_t problem, const Measurement& m, bool* added = nullptr);
+  // Appends one from another recording (a merge: idempotent); *added says whether it was new. Rows
+  // are a multiset: `occurrence` is how many identical rows (same params, status and time) came
+  // before this one in its source, so a config measured twice at 12.5 keeps both samples and a
+  // second merge of the same source adds nothing.
+  Status append(int64_t problem, const Measurement& m, bool* added = nullptr, int occurrence = 0);
+  // Appends a measurement just made: always (an equal time measured again is a second sample).
+  Status record(int64_t problem, const Measurement& m);
   // Many appends in one transaction (an import): nothing of the batch is kept unless it commits.
   Status begin_batch();
   Status commit_batch();
@@ -149,6 +161,12 @@ class TimingRecorder {
   std::string path_;
   bool other_definition_ = false;
 };
+
+// A recording's rows as the answers a resumed tune gets, per config (params text) in recorded
+// order; a config with a failed row answers failed first, as a replay reads it (a config with any
+// failed row is failed), so merged DBs answer alike whatever the order of their inputs.
+std::map<std::string, std::deque<TimingRecorder::Measurement>> resume_answers(
+    std::vector<TimingRecorder::Measurement> rows);
 
 // Whether `path` starts with xz's magic bytes (the repository keeps timing DBs compressed).
 bool is_xz_file(const std::string& path);
