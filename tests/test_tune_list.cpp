@@ -347,9 +347,12 @@ TEST_CASE("tune --problems: a dying process is restarted, its candidate failed; 
   // A command that dies at once: the run stops after --max-restarts, naming the fault.
   r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec2.db", "--bench-cmd 'exit 4' --max-restarts 1"));
   CHECK(r.exit_code == 1);
-  CHECK(contains(r.err, "the benchmark command failed 2 times in a row with no answer in between (--max-restarts 1); "
-                        "the last: --bench-cmd: "));
+  CHECK(contains(r.err, "the benchmark command failed 2 times in a row with no answer in between (--max-restarts 1; "
+                        "those failures are not kept: rerun once it works); the last: --bench-cmd: "));
   CHECK(contains(r.err, "(it exited with status 4)"));
+  // Its failures were the command's (a GPU not visible), not the candidates': the rerun with a
+  // working command measured them as failed before, and found worse bests.
+  CHECK(recorded(fleet.dir.file("rec2.db")).empty());
 }
 
 TEST_CASE("tune --problems: garbage from a benchmark process stops the run with the line quoted; a rerun resumes") {

@@ -242,6 +242,10 @@ struct Run {
   long measured = 0, answered = 0, failed_benchmarks = 0, timeouts = 0, deaths = 0, processes = 0;
   Status fatal;               // a protocol error or an unusable record DB: every worker stops
   std::atomic<bool> stop{false};
+  // A benchmark command that failed --max-restarts + 1 times in a row stopped the run: the
+  // failures of every worker's current streak are the command's (no GPU, a missing library), not
+  // their candidates', and are removed from the record.
+  std::atomic<bool> streak_stop{false};
   Clock::time_point started = Clock::now();
 
   long units = 0;             // benchmarks answered this run (measured or from the DB), for the bar
@@ -350,10 +354,18 @@ class Worker {
       }
       tune(run_.items[at]);
     }
+    if (run_.streak_stop) forget_streak();
     close_command();
   }
 
  private:
+  // Removes this worker's current streak of failures from the record (Run::streak_stop).
+  void forget_streak() {
+    std::lock_guard<std::mutex> lock(run_.record_mutex);
+    for (const int64_t row : streak_rows_) run_.recorder.remove(row);
+    streak_rows_.clear();
+  }
+
   void close_command() {
     if (!command_) return;
     std::string note;
@@ -496,17 +508,22 @@ class Worker {
         }
         command_error_ = command_->error().message();
         command_.reset();  // kills and reaps what is left of it
-        if (++consecutive_faults_ > run_.max_restarts) {
-          run_.set_fatal(Status::error(StatusCode::kIoError,
-                                       "worker %d: the benchmark command failed %d times in a row with no answer in "
-                                       "between (--max-restarts %d); the last: %s",
-                                       index_, consecutive_faults_, run_.max_restarts, command_error_.c_str()));
+        if (++consecutive_faults_ > run_.max_restarts || run_.streak_stop) {
+          if (!run_.streak_stop.exchange(true)) {
+            run_.set_fatal(Status::error(StatusCode::kIoError,
+                                         "worker %d: the benchmark command failed %d times in a row with no answer in "
+                                         "between (--max-restarts %d; those failures are not kept: rerun once it "
+                                         "works); the last: %s",
+                                         index_, consecutive_faults_, run_.max_restarts, command_error_.c_str()));
+          }
+          return BenchmarkStatus::kAbort;  // this one is not recorded either; the worker's streak goes at its end
         }
         m.ok = false;
         m.status = timeout ? "timeout" : "died";
         answer = BenchmarkStatus::kFailed;
       } else {
         consecutive_faults_ = 0;
+        streak_rows_.clear();  // the command answers: its earlier failures were its candidates'
         m.ok = answer == BenchmarkStatus::kOk;
         m.time = m.ok ? *time : 0.0;
         m.status = m.ok ? "ok" : "fail";
@@ -514,7 +531,9 @@ class Worker {
       Status recorded;
       {
         std::lock_guard<std::mutex> lock(run_.record_mutex);
-        recorded = run_.recorder.record(id, m);
+        int64_t row = 0;
+        recorded = run_.recorder.record(id, m, &row);
+        if (recorded && !m.ok && (m.status == "died" || m.status == "timeout")) streak_rows_.push_back(row);
       }
       if (!recorded) {
         run_.set_fatal(recorded);
@@ -563,6 +582,7 @@ class Worker {
   std::unique_ptr<BenchCommand> command_;
   std::string command_problem_;
   int consecutive_faults_ = 0;
+  std::vector<int64_t> streak_rows_;  // record rows of the current consecutive faults
   std::string command_error_;
 };
 

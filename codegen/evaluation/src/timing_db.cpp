@@ -712,7 +712,22 @@ Status TimingRecorder::append(int64_t problem, const Measurement& m, bool* added
   return Status::ok();
 }
 
-Status TimingRecorder::record(int64_t problem, const Measurement& m) { return append(problem, m, nullptr, -1); }
+Status TimingRecorder::record(int64_t problem, const Measurement& m, int64_t* row) {
+  TUNECAST_RETURN_IF_ERROR(append(problem, m, nullptr, -1));
+  if (row) *row = sqlite3_last_insert_rowid(static_cast<sqlite3*>(db_));
+  return Status::ok();
+}
+
+Status TimingRecorder::remove(int64_t row) {
+  sqlite3* db = static_cast<sqlite3*>(db_);
+  StatementPtr stmt;
+  TUNECAST_RETURN_IF_ERROR(prepare(db, path_, "DELETE FROM timings WHERE rowid = ?1", &stmt));
+  sqlite3_bind_int64(stmt.get(), 1, row);
+  if (sqlite3_step(stmt.get()) != SQLITE_DONE) {
+    return Status::error(StatusCode::kIoError, "timing DB %s: removing a row: %s", path_.c_str(), sqlite3_errmsg(db));
+  }
+  return Status::ok();
+}
 
 std::map<std::string, std::deque<TimingRecorder::Measurement>> resume_answers(
     std::vector<TimingRecorder::Measurement> rows) {

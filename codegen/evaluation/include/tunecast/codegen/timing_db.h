@@ -146,8 +146,11 @@ class TimingRecorder {
   // before this one in its source, so a config measured twice at 12.5 keeps both samples and a
   // second merge of the same source adds nothing.
   Status append(int64_t problem, const Measurement& m, bool* added = nullptr, int occurrence = 0);
-  // Appends a measurement just made: always (an equal time measured again is a second sample).
-  Status record(int64_t problem, const Measurement& m);
+  // Appends a measurement just made: always (an equal time measured again is a second sample);
+  // *row, when given, is its row id (for remove).
+  Status record(int64_t problem, const Measurement& m, int64_t* row = nullptr);
+  // Removes a row record() made (a failure that was the benchmark command's, not its candidate's).
+  Status remove(int64_t row);
   // Many appends in one transaction (an import): nothing of the batch is kept unless it commits.
   Status begin_batch();
   Status commit_batch();
