@@ -401,6 +401,47 @@ TEST_CASE("tune --problems: shards, merged idempotently, finished from the recor
   CHECK(contains(r.err, "4 of 7 problems unfinished (rerun to resume them); the first, "));
 }
 
+TEST_CASE("tune --problems: a run is refused while another on this host tunes problems of its shard in the same DB") {
+  Fleet fleet(4);
+  // The row the running tune claimed (table running), polled until there, as a second job would find it.
+  auto claimed = [&](const std::string& db) {
+    for (int i = 0; i < 200; ++i) {
+      sqlite3* handle = nullptr;
+      bool found = false;
+      if (sqlite3_open_v2(fleet.dir.file(db).c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+        sqlite3_stmt* stmt = nullptr;
+        found = sqlite3_prepare_v2(handle, "SELECT 1 FROM running", -1, &stmt, nullptr) == SQLITE_OK &&
+                sqlite3_step(stmt) == SQLITE_ROW;
+        sqlite3_finalize(stmt);
+      }
+      sqlite3_close(handle);
+      if (found) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  const std::string slow = fleet.bench("l1.txt", "FLEET_SLEEP=0.2") + " --quiet";
+  pid_t first = start_cli(fleet.dir, fleet.tune("rec.db", slow, 40));
+  REQUIRE(claimed("rec.db"));
+  // The same command twice (a requeued job while the first still runs) measured every problem twice.
+  tunecast_test::CliResult r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", fleet.bench("l2.txt") + " --quiet", 40));
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(contains(r.err, "is tuning shard 0/1 of it, which shares problems with this one"), r.err);
+  r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", fleet.bench("l2.txt") + " --quiet --shard 1/2", 40));
+  CHECK(r.exit_code == 2);
+  ::kill(first, SIGKILL);  // its claim stays, stale: a rerun goes on
+  ::waitpid(first, nullptr, 0);
+  r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", fleet.bench("l3.txt") + " --quiet", 40));
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  // Shards without a problem in common share a DB.
+  first = start_cli(fleet.dir, fleet.tune("shared.db", slow + " --shard 0/2", 40));
+  REQUIRE(claimed("shared.db"));
+  r = tunecast_test::run_cli(fleet.dir, fleet.tune("shared.db", fleet.bench("l4.txt") + " --quiet --shard 1/2", 40));
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  ::kill(first, SIGKILL);
+  ::waitpid(first, nullptr, 0);
+}
+
 TEST_CASE("tune --problems: argument errors") {
   Fleet fleet(2);
   const std::string base = "tune '" + fleet.def + "' --problems '" + fleet.dir.file("problems.txt") + "' --budget 4 ";

@@ -9,7 +9,10 @@
 #include "tune_list.h"
 
 #include <sqlite3.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -17,9 +20,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -166,7 +171,76 @@ class Marks {
     return Status::ok();
   }
 
+  // Claims shard `shard` of `shards` for this process (table `running`): refused while another
+  // tune on this host, still alive, tunes a shard sharing problems with it (the same command run
+  // twice, a requeued job whose first run is still dying), which would measure every problem twice.
+  // Other hosts' claims, and those of processes gone, are stale (a copied DB, a killed run).
+  Status claim(int shard, int shards) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    TUNECAST_RETURN_IF_ERROR(exec("CREATE TABLE IF NOT EXISTS running(pid INTEGER, host TEXT, shard INTEGER, "
+                                  "shards INTEGER, since TEXT)"));
+    TUNECAST_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+    sqlite3_stmt* stmt = nullptr;
+    Status s = sqlite3_prepare_v2(db_, "SELECT pid, shard, shards, since FROM running WHERE host = ?1", -1, &stmt, nullptr) ==
+                       SQLITE_OK
+                   ? Status::ok()
+                   : error("reading table running");
+    if (s) sqlite3_bind_text(stmt, 1, host, -1, SQLITE_TRANSIENT);
+    while (s && sqlite3_step(stmt) == SQLITE_ROW) {
+      const long pid = static_cast<long>(sqlite3_column_int64(stmt, 0));
+      const int other = sqlite3_column_int(stmt, 1), other_shards = sqlite3_column_int(stmt, 2);
+      const unsigned char* since = sqlite3_column_text(stmt, 3);
+      const int g = std::gcd(shards, other_shards);  // shards I/N and J/M share a problem when I = J mod gcd(N, M)
+      if (pid == static_cast<long>(::getpid()) || !tunecast_alive(pid) || g <= 0 || (shard - other) % g != 0) continue;
+      s = Status::error(StatusCode::kInvalidArgument,
+                        "record DB: tune %ld on this host (since %s) is tuning shard %d/%d of it, which shares problems "
+                        "with this one: wait for it to end, or stop it",
+                        pid, since ? reinterpret_cast<const char*>(since) : "?", other, other_shards);
+    }
+    sqlite3_finalize(stmt);
+    if (s) s = insert_claim(host, shard, shards);
+    if (!s) {
+      exec("ROLLBACK");
+      return s;
+    }
+    return exec("COMMIT");
+  }
+
+  // Ends this process's claim (a killed run's stays, stale: its pid is gone).
+  void release() {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, "DELETE FROM running WHERE pid = ?1", -1, &stmt, nullptr) == SQLITE_OK) {
+      sqlite3_bind_int64(stmt, 1, ::getpid());
+      sqlite3_step(stmt);
+    }
+    sqlite3_finalize(stmt);
+  }
+
  private:
+  // Whether process `pid` is alive and a tunecast (a recycled pid of another program is not).
+  static bool tunecast_alive(long pid) {
+    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    return !comm || !std::getline(comm, name) || name.rfind("tunecast", 0) == 0;
+  }
+
+  Status insert_claim(const char* host, int shard, int shards) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, "INSERT INTO running(pid, host, shard, shards, since) VALUES (?1, ?2, ?3, ?4, datetime('now'))",
+                           -1, &stmt, nullptr) != SQLITE_OK) {
+      return error("writing table running");
+    }
+    sqlite3_bind_int64(stmt, 1, ::getpid());
+    sqlite3_bind_text(stmt, 2, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(stmt, 3, shard);
+    sqlite3_bind_int(stmt, 4, shards);
+    const int rc = sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+    return rc == SQLITE_DONE ? Status::ok() : error("writing table running");
+  }
+
   Status error(const char* what) const {
     return Status::error(StatusCode::kIoError, "record DB: %s: %s (%d)", what, db_ ? sqlite3_errmsg(db_) : "out of memory", db_ ? sqlite3_extended_errcode(db_) : 0);
   }
@@ -730,6 +804,11 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   for (size_t i = 0; i < items.size(); ++i) {
     if (static_cast<int>(i % static_cast<size_t>(shards)) == shard) selected.push_back(i);
   }
+  Marks claim;  // this run's claim on its shard of the record DB, held to its end
+  struct Release {
+    Marks& marks;
+    ~Release() { marks.release(); }
+  } release{claim};
   {
     Marks marks;
     status = codegen::TimingRecorder::open(record, run.info, &run.recorder);
@@ -739,6 +818,8 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
                    record.c_str(), args.positional()[0].c_str());
     }
     if (status) status = marks.open(record, true);
+    if (status) status = claim.open(record, false);
+    if (status) status = claim.claim(shard, shards);
     for (size_t k = 0; status && k < selected.size(); ++k) {
       Item& item = items[selected[k]];
       bool found = false;
