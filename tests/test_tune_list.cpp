@@ -442,6 +442,25 @@ TEST_CASE("tune --problems: a run is refused while another on this host tunes pr
   ::waitpid(first, nullptr, 0);
 }
 
+TEST_CASE("tune --problems: a problem its --time-limit cut short is done for runs with a limit, continued without one") {
+  Fleet fleet(1);
+  const std::string slow = fleet.bench("l.txt", "FLEET_SLEEP=0.1") + " --json --quiet";
+  tunecast_test::CliResult r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", slow + " --time-limit 0.25", 8));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json cut = json_lines(r.out).at(0);
+  CHECK(cut["stop"] == "time limit");
+  REQUIRE(cut["benchmarks"].get<int>() < 8);
+  r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", slow + " --time-limit 0.25", 8));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(json_lines(r.out).at(0)["done_before"] == true);
+  // It used to be done for good: only a larger --budget went on.
+  r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", slow, 8));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json full = json_lines(r.out).at(0);
+  CHECK_FALSE(full.contains("done_before"));
+  CHECK(full["benchmarks"] == 8);
+}
+
 TEST_CASE("tune --problems: argument errors") {
   Fleet fleet(2);
   const std::string base = "tune '" + fleet.def + "' --problems '" + fleet.dir.file("problems.txt") + "' --budget 4 ";

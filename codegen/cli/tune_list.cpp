@@ -127,11 +127,12 @@ class Marks {
   }
 
   // The problem's done row, if any: its budget, best ("" when nothing ran), time, benchmarks.
-  Status find(const std::string& text, bool* found, int* budget, std::string* best, double* time, int* benchmarks) {
+  Status find(const std::string& text, bool* found, int* budget, std::string* best, double* time, int* benchmarks,
+              std::string* stop) {
     *found = false;
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(db_,
-                           "SELECT t.budget, t.best, t.time_us, t.benchmarks FROM tuned t JOIN problems p ON "
+                           "SELECT t.budget, t.best, t.time_us, t.benchmarks, t.stop FROM tuned t JOIN problems p ON "
                            "p.id = t.problem WHERE p.problem = ?1",
                            -1, &stmt, nullptr) != SQLITE_OK) {
       return error("reading table tuned");
@@ -144,6 +145,8 @@ class Marks {
       *best = b ? reinterpret_cast<const char*>(b) : "";
       *time = sqlite3_column_double(stmt, 2);
       *benchmarks = sqlite3_column_int(stmt, 3);
+      const unsigned char* why = sqlite3_column_text(stmt, 4);
+      *stop = why ? reinterpret_cast<const char*>(why) : "";
     }
     sqlite3_finalize(stmt);
     return Status::ok();
@@ -824,8 +827,11 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
       Item& item = items[selected[k]];
       bool found = false;
       int budget = 0;
-      status = marks.find(item.text, &found, &budget, &item.best, &item.time, &item.benchmarks);
-      if (status && found && budget >= options.budget) {
+      std::string stop;
+      status = marks.find(item.text, &found, &budget, &item.best, &item.time, &item.benchmarks, &stop);
+      // Its --time-limit ended it early: done for a run with a time limit too, continued by one without.
+      const bool cut_short = stop == search_stop_name(SearchStop::kTimeLimit) && options.time_limit <= 0.0;
+      if (status && found && budget >= options.budget && !cut_short) {
         item.done_before = true;
       } else {
         item.best.clear();
