@@ -503,6 +503,23 @@ TEST_CASE("timing DBs: repeats are samples, a merge adds each once, a config fai
   CHECK(bests[0] == "[1,2]");  // 1,1 (1.0 us) died in a shard: failed
 }
 
+TEST_CASE("check --timings: configs outside the definition's domains are listed apart, not judged by the rules") {
+  tunecast_test::TempDir dir;
+  const std::string def = dir.file("narrow.tcr");
+  std::ofstream(def) << "kernel Narrow\nfield size in [0..0] default 0\nparam a in {1, 2}\nparam b in {1, 2}\n";
+  // b = 3 lies outside the (edited, narrower) domain; its failure was counted as one the rules accept.
+  std::ofstream(dir.file("t.csv")) << "a,b,time_us,status\n1,1,1.0,ok\n2,3,,launch_fail\n1,3,2.0,ok\n";
+  tunecast_test::CliResult r = tunecast_test::run_cli(
+      dir, "import-timings '" + def + "' '" + dir.file("t.csv") + "' -o '" + dir.file("t.db") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  r = tunecast_test::run_cli(dir, "check '" + def + "' --timings '" + dir.file("t.db") + "' --json");
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  const nlohmann::json t = nlohmann::json::parse(r.out)["timings"];
+  CHECK(t["failures_the_rules_accept"] == 0);
+  CHECK(t["outside_domains"] == 2);
+  CHECK(t["outside_listed"][0]["config"] == "2,3");
+}
+
 TEST_CASE("Kernel Tuner times: the unit a T4 file states, else Kernel Tuner's milliseconds, into microseconds") {
   tunecast_test::TempDir dir;
   auto read = [&](const std::string& text, codegen::TuningCache* out) {

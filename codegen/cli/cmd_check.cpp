@@ -100,7 +100,8 @@ int cmd_check(const std::vector<std::string>& argv) {
         "  --timings DB  replay every recorded measurement of DB (a timing DB keyed by the definition,\n"
         "                or the MIOpen-keyed one of docs/search.md) against the rules: lists each\n"
         "                recorded failure the rules accept (a rule is missing) and each config that ran\n"
-        "                although the rules reject it (a rule is too strict); exit 1 when any\n"
+        "                although the rules reject it (a rule is too strict); exit 1 when any.\n"
+        "                Configs outside the domains are listed apart, not judged\n"
         "  --limit N     list at most N of each (default 20; the counts are always whole)\n"
         "  --json        the definition as JSON for tools (the trainer reads it): kernel, fields\n"
         "                (name, kind int|enum|arch, min, max, symbols, default, required), params\n"
@@ -161,8 +162,9 @@ int cmd_check(const std::vector<std::string>& argv) {
     std::vector<int> positions;
     status = codegen::map_parameters(names, db.parameter_names(), &positions);
     if (!status) return fail(Status::error(status.code(), "--timings %s: %s", args.get("timings").c_str(), status.message()));
-    int64_t rows = 0, failures = 0, unexplained = 0, too_strict = 0, problems = 0;
-    nlohmann::json unexplained_list = nlohmann::json::array(), strict_list = nlohmann::json::array();
+    int64_t rows = 0, failures = 0, unexplained = 0, too_strict = 0, problems = 0, outside = 0;
+    nlohmann::json unexplained_list = nlohmann::json::array(), strict_list = nlohmann::json::array(),
+                   outside_list = nlohmann::json::array();
     for (const codegen::TimingProblem& p : db.problems()) {
       codegen::ProblemTimings timings;
       status = db.timings(p.config_id, &timings);
@@ -173,11 +175,22 @@ int cmd_check(const std::vector<std::string>& argv) {
         std::vector<int64_t> config(names.size());
         for (size_t q = 0; q < names.size(); ++q) config[q] = recorded[positions.empty() ? q : positions[q]];
         const codegen::ProblemTimings::Timing* t = timings.find(recorded);
-        const bool accepted = check_candidate(model, p.problem, config.data(), static_cast<int>(config.size()), nullptr);
         ++rows;
         failures += !t->ok;
         std::string values;
         for (size_t q = 0; q < config.size(); ++q) values += (q ? "," : "") + std::to_string(config[q]);
+        // Outside the definition's space (a domain narrower than what was measured): no rule is judged by it.
+        bool in_domains = true;
+        for (size_t q = 0; q < config.size() && in_domains; ++q) {
+          in_domains = std::find(rules.domains[q].begin(), rules.domains[q].end(), config[q]) != rules.domains[q].end();
+        }
+        if (!in_domains) {
+          ++outside;
+          if (static_cast<int>(outside_list.size()) < limit)
+            outside_list.push_back({{"problem", text}, {"config", values}, {"status", t->status}});
+          continue;
+        }
+        const bool accepted = check_candidate(model, p.problem, config.data(), static_cast<int>(config.size()), nullptr);
         if (!t->ok && accepted) {
           ++unexplained;
           if (static_cast<int>(unexplained_list.size()) < limit)
@@ -191,7 +204,8 @@ int cmd_check(const std::vector<std::string>& argv) {
     }
     j["timings"] = {{"path", args.get("timings")}, {"problems", problems}, {"configs", rows}, {"failed", failures},
                     {"failures_the_rules_accept", unexplained}, {"ran_but_rejected", too_strict},
-                    {"failures_listed", unexplained_list}, {"rejected_listed", strict_list}};
+                    {"failures_listed", unexplained_list}, {"rejected_listed", strict_list},
+                    {"outside_domains", outside}, {"outside_listed", outside_list}};
     exit_code = unexplained || too_strict ? 1 : 0;
   }
 
@@ -243,6 +257,15 @@ int cmd_check(const std::vector<std::string>& argv) {
                 t["ran_but_rejected"].get<long long>() ? " (a rule is too strict):" : "");
     for (const auto& u : t["rejected_listed"]) {
       std::printf("    %s  %s\n", u["problem"].get<std::string>().c_str(), u["config"].get<std::string>().c_str());
+    }
+    if (t["outside_domains"].get<long long>() > 0) {
+      std::printf("  %lld recorded configs lie outside the definition's domains (not judged; the search never "
+                  "proposes them):\n",
+                  t["outside_domains"].get<long long>());
+      for (const auto& u : t["outside_listed"]) {
+        std::printf("    %s  %s  %s\n", u["problem"].get<std::string>().c_str(), u["config"].get<std::string>().c_str(),
+                    u["status"].get<std::string>().c_str());
+      }
     }
   }
   return exit_code;
