@@ -503,6 +503,17 @@ TEST_CASE("timing DBs: repeats are samples, a merge adds each once, a config fai
   CHECK(bests[0] == "[1,2]");  // 1,1 (1.0 us) died in a shard: failed
 }
 
+TEST_CASE("tune without --problem: the benchmark command gets the default problem's text, not an empty one") {
+  tunecast_test::TempDir dir;
+  const std::string def = dir.file("d.tcr");
+  std::ofstream(def) << "kernel D\nfield size in [0..0] default 0\nfield arch default a100\nparam a in {1, 2}\n";
+  std::ofstream(dir.file("b.sh")) << "echo \"$TUNECAST_PROBLEM\" > '" << dir.file("problem") << "'\nwhile read l; do echo 1.0; done\n";
+  tunecast_test::CliResult r =
+      tunecast_test::run_cli(dir, "tune '" + def + "' --budget 1 --quiet --bench-cmd 'sh " + dir.file("b.sh") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(tunecast_test::read_text(dir.file("problem")) == "size=0,arch=a100\n");
+}
+
 TEST_CASE("check --timings: configs outside the definition's domains are listed apart, not judged by the rules") {
   tunecast_test::TempDir dir;
   const std::string def = dir.file("narrow.tcr");

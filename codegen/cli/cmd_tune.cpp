@@ -161,7 +161,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   Status status = args.parse(argv, option_names, {"json", "quiet"});
   if (args.has("help")) {
     std::printf(
-        "usage: tunecast tune MODEL.tcm|KERNEL.tcr --problem FIELDS --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
+        "usage: tunecast tune MODEL.tcm|KERNEL.tcr [--problem FIELDS] --budget N (--bench-cmd CMD | --replay TIMINGS)\n"
         "                    [--record DB] [--seed S] [--prior TIMINGS,...]\n"
         "       tunecast tune MODEL.tcm|KERNEL.tcr --problems FILE --budget N --record DB [--bench-cmd CMD]\n"
         "                    [--workers N] [--shard I/N] [-o RESULTS] [--perf-db OUT.db] [--max-restarts R]\n"
@@ -175,6 +175,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "constraints before it is measured. With a kernel definition (KERNEL.tcr, docs/kernels.md)\n"
         "instead of a model, configs drawn from its domains (--seed) explore, the rules still check\n"
         "every proposal, and the problem takes the definition's fields. docs/search.md has the details.\n\n"
+        "  --problem FIELDS  the problem, name=value,... (a definition's fields; for MIOpen's\n"
+        "                    convolution every form predict takes); left out, a definition whose\n"
+        "                    fields all have defaults tunes its default problem\n"
         "  --budget N        benchmark calls at most (re-measurements included)\n"
         "  --bench-cmd CMD   started once with /bin/sh -c, TUNECAST_PROBLEM and TUNECAST_PARAMS\n"
         "                    (comma-separated names) in its environment; tunecast writes one\n"
@@ -420,8 +423,10 @@ int cmd_tune(const std::vector<std::string>& argv) {
   Status command_status;
   auto start_command = [&]() {
     command_started = true;
-    command_status = command.start(args.get("bench-cmd"),
-                                   {"TUNECAST_PROBLEM=" + args.get("problem"), "TUNECAST_PARAMS=" + joined(names)},
+    // The problem as given, else (every field has a default) its canonical text: never empty.
+    const std::string given = args.has("problem") || !problem || !have_model ? args.get("problem")
+                                                                              : problem_text(loaded.model, *problem);
+    command_status = command.start(args.get("bench-cmd"), {"TUNECAST_PROBLEM=" + given, "TUNECAST_PARAMS=" + joined(names)},
                                    bench_timeout);
     return command_status.is_ok();
   };
