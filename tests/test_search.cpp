@@ -578,6 +578,7 @@ TEST_CASE("search without a predictor: a space of fewer valid configs than the s
     const std::vector<std::vector<int64_t>> valid = {{64, 1}, {64, 2}};
     CHECK_MESSAGE(measured == valid, "seed ", seed);
     CHECK(result.best_time == 2.0);
+    CHECK(result.stop == SearchStop::kConverged);  // the space is spent, not the budget of 10
   }
 }
 

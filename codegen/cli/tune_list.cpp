@@ -841,8 +841,10 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
     if (!status) return fail(status);
   }
   const size_t done_before = selected.size() - run.queue.size();
+  workers = std::max(1, std::min<int>(workers, static_cast<int>(run.queue.size())));  // no idle worker
   if (!quiet) {
-    std::fprintf(stderr, "tune: %zu problems%s, %zu done before (in %s), %zu to tune on %d worker%s\n", selected.size(),
+    std::fprintf(stderr, "tune: %zu problem%s%s, %zu done before (in %s), %zu to tune on %d worker%s\n", selected.size(),
+                 selected.size() == 1 ? "" : "s",
                  shards > 1 ? (" (shard " + std::to_string(shard) + "/" + std::to_string(shards) + " of " +
                                std::to_string(items.size()) + ")").c_str()
                             : "",
@@ -851,7 +853,6 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   for (size_t i : selected) {
     if (items[i].done_before && run.json) run.report(items[i], nullptr, 0, -1);
   }
-  workers = std::max(1, std::min<int>(workers, static_cast<int>(run.queue.size())));
   {
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<Worker>> pool;

@@ -343,7 +343,10 @@ class Engine {
     restarts_ = prior == 0;  // a prior's region is where the search should stay
     maximin_start(n0 - prior, rng);
     while (!stopped_) {
-      if (!propose_by_improvement(rng) && explore_random(1, rng) == 0) return;  // nothing left to propose
+      if (!propose_by_improvement(rng) && explore_random(1, rng) == 0) {  // nothing left to propose
+        result_->stop = SearchStop::kConverged;  // every valid config it reaches is measured: not the budget
+        return;
+      }
     }
   }
 
