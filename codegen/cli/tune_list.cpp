@@ -12,10 +12,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
