@@ -475,9 +475,9 @@ TEST_CASE("timing DBs: repeats are samples, a merge adds each once, a config fai
   const std::string import = "import-timings '" + def + "' '" + dir.file("repeat.csv") + "' -o '" + db + "'";
   tunecast_test::CliResult r = tunecast_test::run_cli(dir, import);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  CHECK(r.err.find("3 measurements of 1 problems read, 3 new") != std::string::npos);
+  CHECK(r.err.find("3 measurements of 1 problem read, 3 new") != std::string::npos);
   r = tunecast_test::run_cli(dir, import);  // the same input again: nothing new
-  CHECK(r.err.find("3 measurements of 1 problems read, 0 new") != std::string::npos);
+  CHECK(r.err.find("3 measurements of 1 problem read, 0 new") != std::string::npos);
   CHECK(count(db).find("3 new") != std::string::npos);  // a DB merged into another keeps both samples
 
   // ok in one shard, died in another: the finishing tune (resumed from the records) and a replay

@@ -505,6 +505,12 @@ TEST_CASE("tune --problems: argument errors") {
   CHECK(r.exit_code == 2);
   CHECK_MESSAGE(contains(r.err, "is the input"), r.err);
   CHECK_FALSE(std::filesystem::exists(same));
+  // Another spelling of a path not made yet (it compared as text).
+  r = tunecast_test::run_cli(fleet.dir, base + "--record '" + same + "' -o '" + fleet.dir.file("sub/../same.db") + "' " +
+                                            fleet.bench("l.txt"));
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(contains(r.err, "is the input"), r.err);
+  CHECK_FALSE(std::filesystem::exists(same));
   r = tunecast_test::run_cli(fleet.dir, base + "--record '" + fleet.dir.file("rd.db") + "' -o '" + fleet.dir.path.string() + "' " +
                                             fleet.bench("l.txt"));
   CHECK(r.exit_code != 0);

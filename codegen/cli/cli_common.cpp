@@ -340,14 +340,19 @@ Status prepare_output(const std::string& path, const std::vector<std::string>& i
   struct stat out_st;
   const bool exists = ::stat(path.c_str(), &out_st) == 0;
   std::error_code error;
-  const std::filesystem::path out_path = std::filesystem::weakly_canonical(path, error);
+  // Absolute first: a relative path of which nothing exists yet stays relative in weakly_canonical
+  // ("./x.db" and "x.db" would differ).
+  auto canonical = [&error](const std::string& p) {
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(p, error), error);
+  };
+  const std::filesystem::path out_path = canonical(path);
   for (const std::string& input : inputs) {
     struct stat in_st;
     // The same file (a link too), or, for files not made yet, the same path (-o and --record alike).
     const bool same = input.empty() ? false
                       : exists      ? ::stat(input.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
                                      in_st.st_ino == out_st.st_ino
-                                    : !error && std::filesystem::weakly_canonical(input, error) == out_path && !error;
+                                    : !error && canonical(input) == out_path && !error;
     if (same) {
       return Status::error(StatusCode::kInvalidArgument,
                            "the output %s is the input %s: it would be replaced; name another output", path.c_str(),

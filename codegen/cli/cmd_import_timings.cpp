@@ -122,8 +122,8 @@ class Importer {
       const std::string head = "problem " + problem_text(model_, problem) + " already holds config (" + m.params + ") as " +
                                outcome(h) + ", " + path + " has " + outcome(m);
       return Status::error_with_tail(StatusCode::kInvalidArgument, head.c_str(),
-                                     ": one GPU's run per problem (add `field arch` to the definition, import each "
-                                     "file with --problem arch=NAME)");
+                                     ": one GPU's run per problem (import each GPU's file with its own --problem "
+                                     "arch=NAME, after `field arch` in the definition)");
     }
     return Status::ok();
   }
@@ -439,8 +439,8 @@ int cmd_import_timings(const std::vector<std::string>& argv) {
     }
     return fail(status);
   }
-  std::fprintf(stderr, "import-timings: %s: %zu measurements of %zu problems read, %zu new\n", out.c_str(), rows, problems,
-               added);
+  std::fprintf(stderr, "import-timings: %s: %zu measurements of %zu problem%s read, %zu new\n", out.c_str(), rows, problems,
+               problems == 1 ? "" : "s", added);
   return 0;
 }
 

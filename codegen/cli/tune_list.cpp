@@ -886,9 +886,9 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   const double elapsed = std::chrono::duration<double>(Clock::now() - run.started).count();
   if (!quiet) {
     std::fprintf(stderr,
-                 "tune: %zu problems: %zu tuned now, %zu done before, %zu unfinished; %ld benchmarks measured, %ld "
+                 "tune: %zu problem%s: %zu tuned now, %zu done before, %zu unfinished; %ld benchmarks measured, %ld "
                  "answered from %s, %ld failed; %ld benchmark process%s started (%ld timed out, %ld died); %s\n",
-                 selected.size(), run.finished, done_before, run.failed, run.measured, run.answered, record.c_str(),
+                 selected.size(), selected.size() == 1 ? "" : "s", run.finished, done_before, run.failed, run.measured, run.answered, record.c_str(),
                  run.failed_benchmarks, run.processes, run.processes == 1 ? "" : "es", run.timeouts, run.deaths,
                  duration_text(elapsed).c_str());
     if (args.has("output")) std::fprintf(stderr, "tune: results in %s; best configs in %s (table perf_db)\n",
