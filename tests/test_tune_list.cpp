@@ -461,6 +461,22 @@ TEST_CASE("tune --problems: a problem its --time-limit cut short is done for run
   CHECK(full["benchmarks"] == 8);
 }
 
+TEST_CASE("tune --problems and import-timings: a DB file copied without its -wal is refused, not recorded over") {
+  Fleet fleet(2);
+  // What `cp shard.db` leaves of a killed run: SQLite's first page, the rows in shard.db-wal.
+  const std::string copy = fleet.dir.file("copy.db");
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(copy.c_str(), &handle) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(handle, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(handle);
+  tunecast_test::CliResult r = tunecast_test::run_cli(fleet.dir, fleet.tune("copy.db", fleet.bench("l.txt") + " --quiet"));
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(contains(r.err, "copy.db holds no table: a recording copied without its"), r.err);  // it began afresh
+  r = tunecast_test::run_cli(fleet.dir, "import-timings '" + fleet.def + "' '" + copy + "' -o '" + fleet.dir.file("m.db") + "'");
+  CHECK(r.exit_code != 0);
+  CHECK_MESSAGE(contains(r.err, "copy.db-wal file?"), r.err);  // it said "no table perf_db"
+}
+
 TEST_CASE("tune --problems: argument errors") {
   Fleet fleet(2);
   const std::string base = "tune '" + fleet.def + "' --problems '" + fleet.dir.file("problems.txt") + "' --budget 4 ";

@@ -1,6 +1,7 @@
 #include "tunecast/codegen/timing_db.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -544,6 +545,8 @@ Status TimingRecorder::open(const std::string& path, const RecordingInfo& info, 
   // No look at the file outside SQLite here: closing any other descriptor of a file this process
   // holds a SQLite connection to drops that connection's POSIX locks (a recorder open beside
   // another could then lose its WAL). An xz file is diagnosed only when SQLite refuses it.
+  struct stat before;  // (stat opens no descriptor)
+  const bool had_bytes = ::stat(path.c_str(), &before) == 0 && before.st_size > 0;
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     const Status s = Status::error(StatusCode::kIoError, "cannot open or create timing DB %s: %s", path.c_str(),
@@ -575,6 +578,19 @@ Status TimingRecorder::open(const std::string& path, const RecordingInfo& info, 
   std::map<std::string, std::string> meta;
   StatementPtr stmt;
   const bool existing = prepare(raw, path, "SELECT key, value FROM meta", &stmt).is_ok();
+  if (!existing && had_bytes) {  // a file with bytes but no table: a recording copied without its write-ahead log
+    StatementPtr count;
+    int64_t tables = -1;
+    if (prepare(raw, path, "SELECT count(*) FROM sqlite_master", &count) && sqlite3_step(count.get()) == SQLITE_ROW) {
+      tables = sqlite3_column_int64(count.get(), 0);
+    }
+    if (tables == 0) {
+      return Status::error(StatusCode::kInvalidArgument,
+                           "%s holds no table: a recording copied without its %s-wal file? Copy both, or name a new "
+                           "file to record into",
+                           path.c_str(), path.c_str());
+    }
+  }
   if (existing) {
     while (sqlite3_step(stmt.get()) == SQLITE_ROW) meta[text_of(stmt.get(), 0)] = text_of(stmt.get(), 1);
     stmt.reset();
