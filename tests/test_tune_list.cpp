@@ -489,11 +489,13 @@ TEST_CASE("tune --problems: argument errors") {
   r = tunecast_test::run_cli(fleet.dir, "tune '" + fleet.def + "' --problem m=1,n=1,k=1 --budget 2 --workers 2 " + fleet.bench("l.txt"));
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "--workers is for a problem list (--problems FILE)"));
-  std::ofstream(fleet.dir.file("bad.txt")) << "m=64,n=64,k=512\nm=64,n=64\n";
+  std::ofstream(fleet.dir.file("bad.txt")) << "m=64,n=64,k=512\nm=64,n=64\nm=64,n=64,k=512,warps=3\n";
   r = tunecast_test::run_cli(fleet.dir, "tune '" + fleet.def + "' --problems '" + fleet.dir.file("bad.txt") +
                                             "' --budget 2 --record r.db " + fleet.bench("l.txt"));
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "bad.txt:2: the problem lacks field 'k' (it has no default)"));
+  CHECK_MESSAGE(contains(r.err, "bad.txt:3: "), r.err);  // every bad line, not the first alone
+  CHECK(contains(r.err, "(and 1 more bad line, said above)"));
   // A compiled blob handed to check: pointed at inspect, not parsed as text.
   r = tunecast_test::run_cli(fleet.dir, "compile '" + fleet.def + "' -o '" + fleet.dir.file("k.tcm") + "'");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);

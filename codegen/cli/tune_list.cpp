@@ -86,12 +86,21 @@ void field_columns(const Model& model, const Problem& problem, codegen::Recordin
 Status read_list(const Model& model, const std::string& path, std::vector<Item>* items, size_t* duplicates) {
   std::set<std::string> seen;
   *duplicates = 0;
+  Status first_bad;  // every bad line is said (a list of hundreds is mended in one go), the first returned
+  int bad = 0;
   TUNECAST_RETURN_IF_ERROR(for_each_list_line(path, [&](int number, const std::string& line) -> Status {
     Item item;
     item.given = line;
     item.line = number;
     const Status status = parse_model_problem(model, line, &item.problem);
-    if (!status) return Status::error(StatusCode::kInvalidArgument, "%s:%d: %s", path.c_str(), number, status.message());
+    if (!status) {
+      if (bad++ == 0) {
+        first_bad = Status::error(StatusCode::kInvalidArgument, "%s:%d: %s", path.c_str(), number, status.message());
+      } else {
+        std::fprintf(stderr, "tunecast: %s:%d: %s\n", path.c_str(), number, status.message());
+      }
+      return Status::ok();
+    }
     item.text = problem_text(model, item.problem);
     if (!seen.insert(item.text).second) {
       ++*duplicates;
@@ -100,6 +109,11 @@ Status read_list(const Model& model, const std::string& path, std::vector<Item>*
     items->push_back(std::move(item));
     return Status::ok();
   }));
+  if (bad > 1) {
+    return Status::error_with_tail(first_bad.code(), first_bad.message(),
+                                   (" (and " + std::to_string(bad - 1) + " more bad line" + (bad > 2 ? "s" : "") + ", said above)").c_str());
+  }
+  if (bad == 1) return first_bad;
   if (items->empty()) return Status::error(StatusCode::kInvalidArgument, "%s holds no problems", path.c_str());
   return Status::ok();
 }
