@@ -218,6 +218,7 @@ TEST_CASE("tune --problems: two workers, protocol 2 (hints, one process for many
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(json_lines(r.out).size() == 6);
   CHECK(json_lines(r.out)[0]["done_before"] == true);
+  CHECK(json_lines(r.out)[0]["stop"] == "budget");  // the record's, as the first run reported it
   CHECK(fleet.log("log2.txt").empty());
   const std::string table = tunecast_test::read_text(fleet.dir.file("t.tsv"));
   CHECK(contains(table, "# problem\ttile_m,tile_n,split_k,warps\ttime_us\tbenchmarks\n"));
@@ -475,6 +476,23 @@ TEST_CASE("tune --problems and import-timings: a DB file copied without its -wal
   r = tunecast_test::run_cli(fleet.dir, "import-timings '" + fleet.def + "' '" + copy + "' -o '" + fleet.dir.file("m.db") + "'");
   CHECK(r.exit_code != 0);
   CHECK_MESSAGE(contains(r.err, "copy.db-wal file?"), r.err);  // it said "no table perf_db"
+}
+
+TEST_CASE("tune --problems: problems the kernel does not apply to are said, as tune --problem says one") {
+  Fleet fleet(3);  // m = 64, 128, 192
+  const std::string def = fleet.dir.file("narrow.tcr");
+  std::ofstream(def) << tunecast_test::read_text(fleet.def) << "applies m >= 128\n";
+  tunecast_test::CliResult r = tunecast_test::run_cli(
+      fleet.dir, "tune '" + def + "' --problems '" + fleet.dir.file("problems.txt") + "' --record '" +
+                     fleet.dir.file("rec.db") + "' --budget 4 --seed 1 --json " + fleet.bench("l.txt"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_MESSAGE(contains(r.err, "tune: warning: 1 problem of "), r.err);
+  CHECK(contains(r.err, "fails the kernel's applicability conditions (line 2: ToyGemm does not apply to this problem: "
+                        "`m >= 128` fails)"));
+  const std::vector<nlohmann::json> lines = json_lines(r.out);
+  int flagged = 0;
+  for (const nlohmann::json& j : lines) flagged += j.contains("not_applicable");
+  CHECK(flagged == 1);
 }
 
 TEST_CASE("tune --problems: argument errors") {

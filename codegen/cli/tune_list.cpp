@@ -65,6 +65,8 @@ struct Item {
   std::string best;                       // comma-separated; empty: nothing ran
   double time = 0.0;
   int benchmarks = 0;
+  std::string stop;                       // why its search ended (search_stop_name), this run's or the record's
+  int not_applicable = -1;                // the applicability condition it fails (PredictInfo::not_applicable)
 };
 
 // The record DB's problem columns and one problem's values, as `tune --record` writes them.
@@ -392,11 +394,13 @@ struct Run {
       j["benchmarks"] = item.benchmarks;
       if (item.done_before) {
         j["done_before"] = true;
+        j["stop"] = item.stop;
       } else if (item.finished) {
         j["measured"] = measured_now;
         j["failed_benchmarks"] = result ? result->failed_benchmarks : 0;
-        j["stop"] = result ? search_stop_name(result->stop) : "";
+        j["stop"] = item.stop;
         j["worker"] = worker;
+        if (item.not_applicable >= 0) j["not_applicable"] = not_applicable_note(model, item.not_applicable);
       } else {
         j["error"] = item.error;
       }
@@ -654,6 +658,8 @@ class Worker {
       item.best = result.found ? values_text(result.best, result.parameter_count) : "";
       item.time = result.best_time;
       item.benchmarks = result.benchmarks;
+      item.stop = search_stop_name(result.stop);
+      item.not_applicable = result.not_applicable;
       ++run_.finished;
     } else {
       item.error = !problem_error.empty() ? problem_error
@@ -840,14 +846,14 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
       Item& item = items[selected[k]];
       bool found = false;
       int budget = 0;
-      std::string stop;
-      status = marks.find(item.text, &found, &budget, &item.best, &item.time, &item.benchmarks, &stop);
+      status = marks.find(item.text, &found, &budget, &item.best, &item.time, &item.benchmarks, &item.stop);
       // Its --time-limit ended it early: done for a run with a time limit too, continued by one without.
-      const bool cut_short = stop == search_stop_name(SearchStop::kTimeLimit) && options.time_limit <= 0.0;
+      const bool cut_short = item.stop == search_stop_name(SearchStop::kTimeLimit) && options.time_limit <= 0.0;
       if (status && found && budget >= options.budget && !cut_short) {
         item.done_before = true;
       } else {
         item.best.clear();
+        item.stop.clear();
         run.queue.push_back(selected[k]);
       }
     }
@@ -905,6 +911,18 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
                  selected.size(), selected.size() == 1 ? "" : "s", run.finished, done_before, run.failed, run.measured, run.answered, record.c_str(),
                  run.failed_benchmarks, run.processes, run.processes == 1 ? "" : "es", run.timeouts, run.deaths,
                  duration_text(elapsed).c_str());
+    // As `tune --problem` warns of one: the kernel's applicability conditions (MIOpen's IsApplicable).
+    size_t inapplicable = 0;
+    const Item* first = nullptr;
+    for (size_t i : selected) {
+      if (items[i].not_applicable < 0) continue;
+      if (inapplicable++ == 0) first = &items[i];
+    }
+    if (first != nullptr) {
+      std::fprintf(stderr, "tune: warning: %zu problem%s of %s fail%s the kernel's applicability conditions (line %d: %s)\n",
+                   inapplicable, inapplicable == 1 ? "" : "s", args.get("problems").c_str(), inapplicable == 1 ? "s" : "",
+                   first->line, not_applicable_note(model, first->not_applicable).c_str());
+    }
     if (args.has("output")) std::fprintf(stderr, "tune: results in %s; best configs in %s (table perf_db)\n",
                                          args.get("output").c_str(), record.c_str());
     if (args.has("perf-db")) {
