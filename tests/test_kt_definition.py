@@ -223,6 +223,9 @@ class KtDefinition(unittest.TestCase):
         self.assertIn("(bx in {32, 64})", text)
         self.assertEqual(self.valid_configs(tcr, space), python_valid(space))
         self.refused({"tune_params": {"a": [1, 2]}, "restrictions": ["a in [b for b in (1,)]"]}, ["constant list"])
+        space = {"tune_params": {"a": [1, 2, 3]}, "restrictions": ["a not in []", "a in [] or a > 1"]}
+        tcr, _ = self.converted(space)  # the empty list was refused; Python keeps a = 2, 3
+        self.assertEqual(self.valid_configs(tcr, space), python_valid(space))
 
     def test_unsupported_forms_are_named_in_python_words(self):
         params = {"a": [1, 2], "b": [1, 2]}

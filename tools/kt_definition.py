@@ -186,10 +186,11 @@ def rule(node, params, lets, boolean=True):
                 values = constant_set(right)
                 if values is None:
                     raise Untranslatable(f"'in' needs a constant list of integers on its right ({ast.unparse(node)})")
-                if not values:
-                    raise Untranslatable(f"'in' an empty list ({ast.unparse(node)})")
-                test = "(" + rule(left, params, lets, False) + " in {" + ", ".join(map(str, values)) + "})"
-                parts.append(test if isinstance(op, ast.In) else "!" + test)
+                if not values:  # nothing is in an empty list: false, and `not in` true
+                    parts.append("0" if isinstance(op, ast.In) else "1")
+                else:
+                    test = "(" + rule(left, params, lets, False) + " in {" + ", ".join(map(str, values)) + "})"
+                    parts.append(test if isinstance(op, ast.In) else "!" + test)
             elif type(op) in COMPARE:
                 parts.append(rule(left, params, lets, False) + " " + COMPARE[type(op)] + " " + rule(right, params, lets, False))
             else:
