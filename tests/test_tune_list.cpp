@@ -534,6 +534,12 @@ TEST_CASE("tune --problems: argument errors") {
                   r.err);
     CHECK(recorded(fleet.dir.file("rb.db")).empty());
   }
+  // A mistyped placeholder went to the shell as text (every worker on one GPU); ${worker_id} is the shell's.
+  r = tunecast_test::run_cli(fleet.dir, base + "--record '" + fleet.dir.file("rw.db") +
+                                            "' --workers 2 --bench-cmd 'CUDA_VISIBLE_DEVICES={workers} true'");
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(contains(r.err, "'{workers}' is no placeholder; {worker} is the worker's number"), r.err);
+  CHECK_FALSE(std::filesystem::exists(fleet.dir.file("rw.db")));
   // -o naming the record DB replaced it with the table, and a folder was refused only after the
   // whole list: both said before any benchmark.
   const std::string same = fleet.dir.file("same.db");

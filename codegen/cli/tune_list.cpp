@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -739,6 +740,19 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   if (!status) return usage_error("tune", status.message());
   if (workers < 1 || workers > 1024) return usage_error("tune", "--workers must lie in 1..1024");
   if (max_restarts < 0) return usage_error("tune", "--max-restarts must be >= 0");
+  // A mistyped placeholder ({workers}, {Worker}) reached the shell as text: every worker got the same
+  // GPU. A shell variable's ${worker_id} is the user's own.
+  for (size_t at = args.get("bench-cmd").find('{'); at != std::string::npos; at = args.get("bench-cmd").find('{', at + 1)) {
+    const std::string& text = args.get("bench-cmd");
+    const size_t end = text.find('}', at);
+    if (end == std::string::npos || (at > 0 && text[at - 1] == '$')) continue;
+    std::string inside = text.substr(at + 1, end - at - 1);
+    for (char& c : inside) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (inside != "worker" && inside.find("worker") != std::string::npos) {
+      return usage_error("tune", "--bench-cmd: '" + text.substr(at, end - at + 1) +
+                                     "' is no placeholder; {worker} is the worker's number (0..N-1)");
+    }
+  }
   if (!args.has("bench-cmd") && workers > 1) {
     return usage_error("tune", "--workers needs --bench-cmd (without it, the list is answered from --record alone)");
   }
