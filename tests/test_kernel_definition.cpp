@@ -514,6 +514,28 @@ TEST_CASE("tune without --problem: the benchmark command gets the default proble
   CHECK(tunecast_test::read_text(dir.file("problem")) == "size=0,arch=a100\n");
 }
 
+TEST_CASE("tune --record keeps the failure kind a benchmark names: fail compile_fail") {
+  tunecast_test::TempDir dir;
+  const std::string def = dir.file("k.tcr");
+  std::ofstream(def) << "kernel K\nfield size in [0..0] default 0\nparam a in {1, 2, 3}\n";
+  // The first config fails to compile, the second fails unnamed (the protocol said only 'fail').
+  std::ofstream(dir.file("b.sh")) << "read l; echo 'fail compile_fail'\nread l; echo fail\nwhile read l; do echo 1.0; done\n";
+  tunecast_test::CliResult r = tunecast_test::run_cli(dir, "tune '" + def + "' --budget 3 --quiet --record '" +
+                                                               dir.file("r.db") + "' --bench-cmd 'sh " + dir.file("b.sh") + "'");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  codegen::TimingDb db;
+  REQUIRE(codegen::TimingDb::open(dir.file("r.db"), "", &db).is_ok());
+  std::vector<codegen::TimingDb::Row> rows;
+  REQUIRE(db.rows(db.problems()[0].config_id, &rows).is_ok());
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].timing.status == "compile_fail");
+  CHECK(rows[1].timing.status == "fail");
+  std::ofstream(dir.file("bad.sh")) << "while read l; do echo 'fail sometimes'; done\n";
+  r = tunecast_test::run_cli(dir, "tune '" + def + "' --budget 3 --quiet --bench-cmd 'sh " + dir.file("bad.sh") + "'");
+  CHECK(r.exit_code == 1);  // not a kind: the line is quoted
+  CHECK(r.err.find("was 'fail sometimes'") != std::string::npos);
+}
+
 TEST_CASE("check --timings: configs outside the definition's domains are listed apart, not judged by the rules") {
   tunecast_test::TempDir dir;
   const std::string def = dir.file("narrow.tcr");

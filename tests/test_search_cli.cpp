@@ -137,7 +137,7 @@ TEST_CASE("CLI tune --bench-cmd: a process that breaks the protocol is a clear e
   write_text(dir.file("garbage.sh"), "#!/bin/sh\nread line\necho 'twelve microseconds'\nsleep 5\n", true);
   CliResult r = run_cli(dir, base + dir.file("garbage.sh"));
   check_error(r, "the answer to candidate 1 (");
-  CHECK_MESSAGE(contains(r.err, "was 'twelve microseconds': expected a time (a number >= 0) or 'fail'"), r.err);
+  CHECK_MESSAGE(contains(r.err, "was 'twelve microseconds': expected a time (a number >= 0) or 'fail [KIND]'"), r.err);
   CHECK(r.exit_code == 1);  // the command's fault: 2 is for bad arguments
 
   write_text(dir.file("early.sh"), "#!/bin/sh\nread line; echo 12.5\nread line; echo fail\nexit 3\n", true);

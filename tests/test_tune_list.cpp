@@ -362,7 +362,7 @@ TEST_CASE("tune --problems: garbage from a benchmark process stops the run with 
       fleet.dir, fleet.tune("rec.db", fleet.bench("log.txt", "FLEET_FAULT=garbage FLEET_ONCE=" + fleet.dir.file("once")) +
                                           " -o '" + fleet.dir.file("t.tsv") + "'"));
   CHECK(r.exit_code == 1);
-  CHECK(contains(r.err, "was 'twelve microseconds': expected a time (a number >= 0) or 'fail', one line per candidate"));
+  CHECK(contains(r.err, "was 'twelve microseconds': expected a time (a number >= 0) or 'fail [KIND]', one line per candidate"));
   CHECK(contains(tunecast_test::read_text(fleet.dir.file("t.tsv")), "# unfinished: "));
   const size_t kept = recorded(fleet.dir.file("rec.db")).size();
   r = tunecast_test::run_cli(fleet.dir, fleet.tune("rec.db", fleet.bench("log2.txt") + " --quiet"));

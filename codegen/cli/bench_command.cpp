@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -351,9 +352,18 @@ BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time
   size_t first = 0;
   while (first < answer.size() && std::isspace(static_cast<unsigned char>(answer[first]))) ++first;
   answer.erase(0, first);
-  if (answer == "fail" || answer == "FAIL" || answer == "Fail") {
-    ++answers_;
-    return BenchmarkStatus::kFailed;
+  // `fail`, or `fail KIND` with a failure kind of the timing DB (docs/kernels.md): recorded as that.
+  const std::string word = answer.substr(0, answer.find_first_of(" \t"));
+  if (word == "fail" || word == "FAIL" || word == "Fail") {
+    std::string kind = answer.substr(word.size());
+    kind.erase(0, kind.find_first_not_of(" \t") == std::string::npos ? kind.size() : kind.find_first_not_of(" \t"));
+    static const char* const kKinds[] = {"fail", "compile_fail", "out_of_resources", "launch_fail", "wrong_result"};
+    const bool known = kind.empty() || std::any_of(std::begin(kKinds), std::end(kKinds), [&](const char* k) { return kind == k; });
+    if (known) {
+      failure_kind_ = kind.empty() ? "fail" : kind;
+      ++answers_;
+      return BenchmarkStatus::kFailed;
+    }
   }
   char* end = nullptr;
   const double t = answer.empty() ? 0.0 : std::strtod(answer.c_str(), &end);
@@ -361,7 +371,7 @@ BenchmarkStatus BenchCommand::run(const int64_t* values, int count, double* time
     fault_ = Fault::kGarbage;
     error_ = Status::error(StatusCode::kIoError,  // the command's fault, not the arguments': exit status 1
                            "--bench-cmd: the answer to candidate %d (%s) was '%s': expected a time (a number >= 0) "
-                           "or 'fail', one line per candidate",
+                           "or 'fail [KIND]', one line per candidate",
                            candidates_, candidate.c_str(), shown(line).c_str());
     return BenchmarkStatus::kAbort;
   }

@@ -53,6 +53,8 @@ class BenchCommand {
   // output or could not be written to (it died), or its answer broke the protocol.
   enum class Fault { kNone, kTimeout, kDied, kGarbage };
   Fault fault() const { return fault_; }
+  // The kind of the last `fail` answer ("fail" when it named none): the record's status.
+  const std::string& failure_kind() const { return failure_kind_; }
 
   // Writes one candidate, reads its answer. kFailed for `fail`; kAbort (error() says why) for
   // anything else, end of output, or no answer within the timeout.
@@ -88,6 +90,7 @@ class BenchCommand {
   Status error_;
   int candidates_ = 0;
   int answers_ = 0;
+  std::string failure_kind_ = "fail";
   bool reaped_ = false;
   int wait_status_ = 0;
   std::chrono::steady_clock::time_point exited_at_{};  // when read_line saw it exit

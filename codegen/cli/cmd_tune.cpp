@@ -183,8 +183,10 @@ int cmd_tune(const std::vector<std::string>& argv) {
         "                    (comma-separated names) in its environment; tunecast writes one\n"
         "                    candidate per line on its stdin (values comma-separated, e.g.\n"
         "                    128,64,32,8,4,3) and reads one line back: a time (microseconds by\n"
-        "                    convention) or 'fail'. Anything else, end of output, or no answer\n"
-        "                    within --bench-timeout seconds (default 600) stops with an error.\n"
+        "                    convention) or 'fail', optionally with its kind ('fail compile_fail';\n"
+        "                    also out_of_resources, launch_fail, wrong_result: --record keeps it).\n"
+        "                    Anything else, end of output, or no answer within --bench-timeout\n"
+        "                    seconds (default 600) stops with an error.\n"
         "  --replay TIMINGS  answers from recorded measurements: a timing DB (perf-DB-like\n"
         "                    SQLite with a timings table; --problem picks the row, --solver the\n"
         "                    solver when the DB holds several) or Kernel Tuner's T4 results or\n"
@@ -544,7 +546,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       m.params = params;
       m.ok = answer == BenchmarkStatus::kOk;
       m.time = m.ok ? *time * record_scale : 0.0;
-      m.status = m.ok ? "ok" : hung ? "timeout" : "fail";
+      m.status = m.ok ? "ok" : hung ? "timeout" : args.has("replay") ? "fail" : command.failure_kind();
       record_error = recorder.record(recorded_problem, m);
       if (!record_error) return BenchmarkStatus::kAbort;  // never measure what cannot be kept
     }

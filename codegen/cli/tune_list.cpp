@@ -621,7 +621,7 @@ class Worker {
         streak_rows_.clear();  // the command answers: its earlier failures were its candidates'
         m.ok = answer == BenchmarkStatus::kOk;
         m.time = m.ok ? *time : 0.0;
-        m.status = m.ok ? "ok" : "fail";
+        m.status = m.ok ? "ok" : command_->failure_kind();
       }
       Status recorded;
       {
