@@ -742,8 +742,8 @@ int tune_problem_list(const Args& args, const LoadedModel& loaded, const SearchO
   if (max_restarts < 0) return usage_error("tune", "--max-restarts must be >= 0");
   // A mistyped placeholder ({workers}, {Worker}) reached the shell as text: every worker got the same
   // GPU. A shell variable's ${worker_id} is the user's own.
-  for (size_t at = args.get("bench-cmd").find('{'); at != std::string::npos; at = args.get("bench-cmd").find('{', at + 1)) {
-    const std::string& text = args.get("bench-cmd");
+  const std::string text = args.get("bench-cmd");
+  for (size_t at = text.find('{'); at != std::string::npos; at = text.find('{', at + 1)) {
     const size_t end = text.find('}', at);
     if (end == std::string::npos || (at > 0 && text[at - 1] == '$')) continue;
     std::string inside = text.substr(at + 1, end - at - 1);
